@@ -1,0 +1,29 @@
+"""Every Redis key the ranking engine uses is built here.
+
+lb:{board_id}:{window}          sorted set: member = player primary key, score = encoded value
+lb:build:{token}:{board_id}:{window}   a board window being rebuilt, renamed over the live key
+lb:meta:built                   set once the index has been built from Postgres; its absence
+                                after a Redis restart (Redis keeps nothing on disk) triggers a rebuild
+"""
+
+BOARD_PREFIX = "lb:"
+
+
+def board_key(board_id: int, window: str) -> str:
+    return f"lb:{board_id}:{window}"
+
+
+def board_pattern(board_id: int) -> str:
+    return f"lb:{board_id}:*"
+
+
+def window_of(key: str) -> str:
+    return key.split(":", 2)[2]
+
+
+def build_key(token: str, board_id: int, window: str) -> str:
+    return f"lb:build:{token}:{board_id}:{window}"
+
+
+def built_marker() -> str:
+    return "lb:meta:built"

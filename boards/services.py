@@ -1,0 +1,182 @@
+"""Writes to the sorted sets: mirroring committed values, healing after outages, rebuilding.
+
+Every write carries the absolute encoded value from Postgres and uses ZADD GT, so a retry,
+a replay or an out-of-order delivery can never lower or double a score."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from boards import keys
+from boards.redis import REDIS_DOWN, get_redis
+from scores.models import Board, BoardOutbox
+
+log = logging.getLogger(__name__)
+
+Entry = tuple[int, str, int, int]  # board_id, window, player_id, encoded
+REBUILD_CHUNK = 5000
+BUILD_KEY_TTL = 3600  # an interrupted rebuild's scratch keys clean themselves up
+
+
+def values_write(entries: Iterable[Entry]) -> None:
+    """Mirror absolute values into the sorted sets in one pipeline (raises if Redis is down)."""
+    by_key: dict[str, dict[str, int]] = defaultdict(dict)
+    for board_id, window, player_id, encoded in entries:
+        mapping = by_key[keys.board_key(board_id, window)]
+        mapping[str(player_id)] = max(encoded, mapping.get(str(player_id), encoded))
+    if not by_key:
+        return
+    pipe = get_redis().pipeline(transaction=False)
+    for key, mapping in by_key.items():
+        pipe.zadd(key, mapping, gt=True)
+    pipe.execute()
+
+
+def outbox_entry_apply(*, outbox_id: int, entries: list[Entry]) -> bool:
+    """The post-commit fast path. With Redis down the outbox row stays for outbox_drain()."""
+    try:
+        values_write(entries)
+    except REDIS_DOWN as exc:
+        log.warning("Redis unavailable, %d values wait in outbox row %d: %s", len(entries), outbox_id, exc)
+        return False
+    BoardOutbox.objects.filter(id=outbox_id).delete()
+    return True
+
+
+def _current_values(refs: set[tuple[int, str, int]]) -> list[Entry]:
+    """The values Postgres holds now for (board_id, window, player_id) references."""
+    if not refs:
+        return []
+    b, w, p = zip(*refs, strict=True)
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT pv.board_id, pv."window", pv.player_id, pv.encoded
+            FROM unnest(%s::bigint[], %s::text[], %s::bigint[]) AS u(b, w, p)
+            JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = u.w AND pv.player_id = u.p
+            """,
+            [list(b), list(w), list(p)],
+        )
+        return cur.fetchall()
+
+
+def outbox_drain(*, grace_seconds: float | None = None, batch: int = 500) -> int:
+    """Replay outbox rows older than the grace period from the values Postgres holds now.
+
+    Returns how many rows were replayed. Raises if Redis is still down (rows stay)."""
+    grace = settings.BOARD_SYNC_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    cutoff = timezone.now() - timedelta(seconds=grace)
+    done = 0
+    while True:
+        with transaction.atomic():
+            rows = list(
+                BoardOutbox.objects.select_for_update(skip_locked=True)
+                .filter(created_at__lte=cutoff)
+                .order_by("id")[:batch]
+            )
+            if not rows:
+                return done
+            refs = {(b, w, p) for row in rows for b, w, p in row.entries}
+            values_write(_current_values(refs))
+            BoardOutbox.objects.filter(id__in=[row.id for row in rows]).delete()
+        done += len(rows)
+
+
+@dataclass
+class RebuildReport:
+    boards: int = 0
+    windows: int = 0
+    entries: int = 0
+    caught_up: int = 0
+    seconds: float = 0.0
+
+
+def boards_rebuild(
+    *, boards: Iterable[Board] | None = None, progress: Callable[[int], None] | None = None
+) -> RebuildReport:
+    """Rebuild sorted sets from Postgres into scratch keys, then swap them in atomically.
+
+    Readers see the old or the new board, never a half-built one. Values committed while the
+    rebuild streamed are replayed after the swap (ZADD GT), so none is lost."""
+    started = timezone.now()
+    full = boards is None
+    boards = list(Board.objects.all() if boards is None else boards)
+    report = RebuildReport(boards=len(boards))
+    r = get_redis()
+    token = secrets.token_hex(4)
+    for board in boards:
+        built = _board_stream(r, token, board.id, progress)
+        report.entries += sum(built.values())
+        report.windows += len(built)
+        _board_swap(r, token, board.id, built)
+    report.caught_up = _catch_up(started, [b.id for b in boards])
+    if full:
+        r.set(keys.built_marker(), started.isoformat())
+    report.seconds = (timezone.now() - started).total_seconds()
+    return report
+
+
+def _board_stream(r, token: str, board_id: int, progress: Callable[[int], None] | None) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    with transaction.atomic(), connection.chunked_cursor() as cur:
+        cur.execute('SELECT "window", player_id, encoded FROM scores_playervalue WHERE board_id = %s', [board_id])
+        while rows := cur.fetchmany(REBUILD_CHUNK):
+            by_window: dict[str, dict[str, int]] = defaultdict(dict)
+            for window, player_id, encoded in rows:
+                by_window[window][str(player_id)] = encoded
+            pipe = r.pipeline(transaction=False)
+            for window, mapping in by_window.items():
+                key = keys.build_key(token, board_id, window)
+                pipe.zadd(key, mapping)
+                pipe.expire(key, BUILD_KEY_TTL)
+                counts[window] += len(mapping)
+            pipe.execute()
+            if progress:
+                progress(len(rows))
+    return counts
+
+
+def _board_swap(r, token: str, board_id: int, built: dict[str, int]) -> None:
+    live = {
+        k.decode() if isinstance(k, bytes) else k for k in r.scan_iter(match=keys.board_pattern(board_id), count=1000)
+    }
+    pipe = r.pipeline(transaction=True)
+    for window in built:
+        target = keys.board_key(board_id, window)
+        pipe.rename(keys.build_key(token, board_id, window), target)
+        pipe.persist(target)
+        live.discard(target)
+    for stale in live:  # windows with no values left in Postgres
+        pipe.delete(stale)
+    pipe.execute()
+
+
+def _catch_up(since, board_ids: list[int]) -> int:
+    # Clock skew between this process and Postgres is covered by the margin.
+    with connection.cursor() as cur:
+        cur.execute(
+            'SELECT board_id, "window", player_id, encoded FROM scores_playervalue '
+            "WHERE board_id = ANY(%s) AND updated_at >= %s",
+            [board_ids, since - timedelta(seconds=5)],
+        )
+        rows = cur.fetchall()
+    values_write(rows)
+    return len(rows)
+
+
+def board_index_heal() -> int:
+    """Periodic: rebuild everything if Redis lost the index, then drain the outbox."""
+    r = get_redis()
+    if not r.exists(keys.built_marker()):
+        log.warning("Board index marker missing (Redis restarted or flushed): rebuilding from Postgres")
+        boards_rebuild()
+    return outbox_drain()

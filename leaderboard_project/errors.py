@@ -1,0 +1,96 @@
+"""One error body everywhere (contract section 5):
+{"error": {"code": "<snake_case>", "message": "<human text>"}}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class ApiError(exceptions.APIException):
+    """An error with a stable code. Services raise subclasses; views never build bodies."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    code = "invalid_request"
+
+    def __init__(self, message: str, code: str | None = None, status_code: int | None = None) -> None:
+        super().__init__(detail=message)
+        self.message = message
+        if code:
+            self.code = code
+        if status_code:
+            self.status_code = status_code
+
+
+class NotFound(ApiError):
+    status_code = status.HTTP_404_NOT_FOUND
+    code = "not_found"
+
+
+class Conflict(ApiError):
+    status_code = status.HTTP_409_CONFLICT
+    code = "conflict"
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def error_response(code: str, message: str, status_code: int) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status_code)
+
+
+_DRF_CODES = {
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.AuthenticationFailed: "authentication_failed",
+    exceptions.PermissionDenied: "forbidden",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.ParseError: "invalid_json",
+    exceptions.Throttled: "rate_limited",
+    exceptions.ValidationError: "invalid_body",
+}
+
+
+def flatten_detail(detail: Any, prefix: str = "") -> str:
+    """A readable one-line message from DRF's nested validation detail."""
+    if isinstance(detail, dict):
+        parts = []
+        for key, value in detail.items():
+            name = key if key != "non_field_errors" else ""
+            path = f"{prefix}.{name}" if prefix and name else (name or prefix)
+            parts.append(flatten_detail(value, path))
+        return "; ".join(p for p in parts if p)
+    if isinstance(detail, list):
+        if all(isinstance(d, (str, exceptions.ErrorDetail)) for d in detail):
+            text = " ".join(str(d) for d in detail)
+            return f"{prefix}: {text}" if prefix else text
+        return "; ".join(flatten_detail(d, f"{prefix}[{i}]") for i, d in enumerate(detail) if d)
+    return f"{prefix}: {detail}" if prefix else str(detail)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        return Response(error_body("payload_too_large", "request body is too large"), status=413)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "not found")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or "forbidden")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        code, message = exc.code, exc.message
+    else:
+        code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "error")
+        message = flatten_detail(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)
+    response.data = error_body(code, message)
+    return response

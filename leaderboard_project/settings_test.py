@@ -1,0 +1,10 @@
+"""Settings for the test suite: the real services, but a Redis database of its own (tests
+flush it) unless REDIS_URL says otherwise."""
+
+import os
+
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+from leaderboard_project.settings import *  # noqa: E402, F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed only; never in production

@@ -1,0 +1,185 @@
+"""Game-server endpoints for results (contract section 4). Thin: parse, call a service, render."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard_project.errors import ApiError, NotFound, error_body, flatten_detail
+from scores import services
+from scores.auth import ServerKeyAuthentication, server_key_permission
+from scores.models import PLAYER_RE, SLUG_RE
+from scores.selectors import game_get
+
+MAX_METADATA_BYTES = 1024
+MAX_BATCH = 1000
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """JSON integers only: "12", 12.0 and true are not scores."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class Rfc3339Field(serializers.Field):
+    default_error_messages = {"invalid": "must be an RFC 3339 date-time with an offset, e.g. 2026-11-29T18:59:58Z"}
+
+    def to_internal_value(self, data: Any) -> datetime:
+        if not isinstance(data, str) or "T" not in data.upper():
+            self.fail("invalid")
+        try:
+            value = datetime.fromisoformat(data)
+        except ValueError:
+            self.fail("invalid")
+        if value.tzinfo is None:
+            self.fail("invalid")
+        return value
+
+    def to_representation(self, value: datetime) -> str:
+        return value.isoformat()
+
+
+class MetadataField(serializers.JSONField):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        if len(json.dumps(data, separators=(",", ":")).encode()) > MAX_METADATA_BYTES:
+            raise serializers.ValidationError(f"must be at most {MAX_METADATA_BYTES} bytes of JSON")
+        return data
+
+
+class ResultInSerializer(serializers.Serializer):
+    player = serializers.RegexField(PLAYER_RE, max_length=64)
+    board = serializers.RegexField(SLUG_RE, max_length=64)
+    score = StrictIntegerField()
+    display_name = serializers.CharField(min_length=1, max_length=64, required=False)
+    metadata = MetadataField(required=False)
+
+
+class MatchInSerializer(serializers.Serializer):
+    match_id = serializers.RegexField(r"^[\x20-\x7e]{1,128}$", max_length=128)
+    ended_at = Rfc3339Field()
+    results = ResultInSerializer(many=True, min_length=1, max_length=100)
+
+    def to_match(self) -> services.MatchIn:
+        data = self.validated_data
+        return services.MatchIn(
+            match_id=data["match_id"],
+            ended_at=data["ended_at"],
+            results=tuple(services.ResultIn(**r) for r in data["results"]),
+        )
+
+
+class BatchInSerializer(serializers.Serializer):
+    matches = serializers.ListField(child=serializers.JSONField(), min_length=1, max_length=MAX_BATCH)
+
+
+class MatchOutSerializer(serializers.Serializer):
+    match_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["accepted", "held"])
+    duplicate = serializers.BooleanField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class BatchItemOutSerializer(serializers.Serializer):
+    match_id = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=["accepted", "held", "rejected"])
+    duplicate = serializers.BooleanField()
+    error = ErrorSerializer(required=False)
+
+
+class BatchOutSerializer(serializers.Serializer):
+    results = BatchItemOutSerializer(many=True)
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    error = ErrorSerializer()
+
+
+ERRORS = {
+    400: OpenApiResponse(ErrorBodySerializer, description="invalid body; nothing stored"),
+    401: OpenApiResponse(ErrorBodySerializer, description="missing, malformed or wrong signature"),
+    403: OpenApiResponse(ErrorBodySerializer, description="key of another game, revoked, or without scope"),
+    413: OpenApiResponse(ErrorBodySerializer, description="body too large"),
+}
+
+
+class ServerApiView(APIView):
+    authentication_classes = [ServerKeyAuthentication]
+    permission_classes = [server_key_permission("submit")]
+
+    def game(self) -> Any:
+        game = game_get(self.kwargs["game"])
+        if game is None:
+            raise NotFound(f"unknown game {self.kwargs['game']!r}")
+        return game
+
+
+class MatchSubmitApi(ServerApiView):
+    @extend_schema(
+        operation_id="matches_submit",
+        request=MatchInSerializer,
+        responses={201: MatchOutSerializer, 200: MatchOutSerializer, 409: ErrorBodySerializer, **ERRORS},
+        summary="Submit one match's results (idempotent by match_id)",
+    )
+    def post(self, request: Request, game: str) -> Response:
+        serializer = MatchInSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        outcome = services.match_submit(game=self.game(), server_key=request.auth, match=serializer.to_match())
+        body = MatchOutSerializer(
+            {"match_id": outcome.match_id, "status": outcome.status, "duplicate": outcome.duplicate}
+        ).data
+        return Response(body, status=status.HTTP_200_OK if outcome.duplicate else status.HTTP_201_CREATED)
+
+
+class MatchBatchApi(ServerApiView):
+    @extend_schema(
+        operation_id="matches_submit_batch",
+        request=BatchInSerializer,
+        responses={200: BatchOutSerializer, **ERRORS},
+        summary="Submit up to 1000 matches; each stands alone",
+    )
+    def post(self, request: Request, game: str) -> Response:
+        batch = BatchInSerializer(data=request.data)
+        batch.is_valid(raise_exception=True)
+        game_obj = self.game()
+        items: list[dict[str, Any] | None] = []
+        valid: list[services.MatchIn] = []
+        for raw in batch.validated_data["matches"]:
+            serializer = MatchInSerializer(data=raw)
+            if serializer.is_valid():
+                items.append(None)
+                valid.append(serializer.to_match())
+            else:
+                match_id = raw.get("match_id") if isinstance(raw, dict) else None
+                err = ApiError(flatten_detail(serializer.errors), code="invalid_body")
+                items.append(_item(match_id if isinstance(match_id, str) else None, "rejected", error=err))
+        outcomes = iter(services.matches_submit(game=game_obj, server_key=request.auth, matches=valid))
+        results = []
+        for item in items:
+            if item is None:
+                o = next(outcomes)
+                item = _item(o.match_id, o.status, o.duplicate, o.error)
+            results.append(item)
+        return Response(BatchOutSerializer({"results": results}).data)
+
+
+def _item(match_id: str | None, status_: str, duplicate: bool = False, error: ApiError | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {"match_id": match_id, "status": status_, "duplicate": duplicate}
+    if error is not None:
+        item["error"] = error_body(error.code, error.message)["error"]
+    return item

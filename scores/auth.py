@@ -1,0 +1,109 @@
+"""Game-server authentication (contract section 3): HMAC-SHA256 signed requests.
+
+A server key's secret is never stored. It is derived from the key id, a random per-key salt
+and SERVER_KEY_PEPPER (environment only), so a database dump alone cannot sign requests."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from scores.models import ServerKey
+
+
+def server_key_secret(key_id: str, salt: str) -> str:
+    mac = hmac.new(settings.SERVER_KEY_PEPPER.encode(), f"server-key:v1:{key_id}:{salt}".encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
+
+
+def sign(secret: str, method: str, path: str, body: bytes, timestamp: int | None = None) -> str:
+    """The X-Signature header value a game server sends (used by our own clients and tests)."""
+    t = int(time.time()) if timestamp is None else timestamp
+    mac = hmac.new(secret.encode(), f"{t}.{method.upper()}.{path}.".encode() + body, hashlib.sha256)
+    return f"t={t},v1={mac.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class ServerPrincipal:
+    """request.user for a signed request."""
+
+    key: ServerKey
+    is_authenticated: bool = True
+    is_staff: bool = False
+
+    @property
+    def game_id(self) -> int:
+        return self.key.game_id
+
+
+def _parse_signature(header: str) -> tuple[int, str]:
+    parts = dict(p.strip().split("=", 1) for p in header.split(",") if "=" in p)
+    try:
+        t = int(parts["t"])
+        v1 = parts["v1"]
+    except (KeyError, ValueError):
+        raise exceptions.AuthenticationFailed("X-Signature must look like t=<unix seconds>,v1=<hex>") from None
+    if len(v1) != 64:
+        raise exceptions.AuthenticationFailed("X-Signature v1 must be 64 hex characters")
+    return t, v1
+
+
+def _signed_path(request: Request) -> str:
+    raw = request.META.get("RAW_URI")  # gunicorn keeps the path exactly as sent
+    return raw if raw else request._request.get_full_path()
+
+
+class ServerKeyAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[ServerPrincipal, ServerKey] | None:
+        key_id = request.META.get("HTTP_X_KEY_ID")
+        header = request.META.get("HTTP_X_SIGNATURE")
+        if not key_id and not header:
+            return None
+        if not key_id or not header:
+            raise exceptions.AuthenticationFailed("send both X-Key-Id and X-Signature")
+        t, received = _parse_signature(header)
+        if abs(time.time() - t) > settings.SIGNATURE_MAX_SKEW_SECONDS:
+            raise exceptions.AuthenticationFailed(
+                f"signature timestamp is more than {settings.SIGNATURE_MAX_SKEW_SECONDS} s away from server time"
+            )
+        key = ServerKey.objects.select_related("game").filter(key_id=key_id).first()
+        if key is None:
+            raise exceptions.AuthenticationFailed("unknown key id")
+        secret = server_key_secret(key.key_id, key.salt)
+        message = f"{t}.{request.method}.{_signed_path(request)}.".encode() + request.body
+        expected = hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, received.lower()):
+            raise exceptions.AuthenticationFailed("signature does not match")
+        if key.revoked_at is not None:
+            raise exceptions.PermissionDenied("this server key has been revoked")
+        return ServerPrincipal(key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'HMAC-SHA256 realm="leaderboard"'
+
+
+def server_key_permission(scope: str) -> type[BasePermission]:
+    """A permission class: a signed request from a key of the URL's game holding `scope`."""
+
+    class HasServerScope(BasePermission):
+        def has_permission(self, request: Request, view: object) -> bool:
+            key = request.auth
+            if not isinstance(key, ServerKey):
+                raise exceptions.NotAuthenticated("this endpoint needs a signed request (X-Key-Id, X-Signature)")
+            if key.game.slug != view.kwargs.get("game"):
+                raise exceptions.PermissionDenied("this key belongs to another game")
+            if scope not in key.scopes:
+                raise exceptions.PermissionDenied(f"this key lacks the '{scope}' scope")
+            return True
+
+    HasServerScope.__name__ = f"HasServerScope_{scope}"
+    return HasServerScope

@@ -1,0 +1,202 @@
+"""Configuration as code (contract section 2): parse and check a game's TOML file.
+
+Every problem is reported with the key it concerns ("boards[1].max_score: ..."), and a file
+with any problem is refused whole."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from scores import encoding
+from scores.models import SLUG_RE
+from scores.windows import CURRENT_WINDOWS
+
+
+class ConfigError(ValueError):
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+@dataclass(frozen=True)
+class BoardSpec:
+    slug: str
+    name: str
+    order: str
+    mode: str
+    windows: tuple[str, ...]
+    min_score: int
+    max_score: int
+    max_total: int | None
+    rank_display: str
+
+
+@dataclass(frozen=True)
+class SeasonSpec:
+    slug: str
+    name: str
+    starts_at: datetime
+    ends_at: datetime
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    slug: str
+    name: str
+    reset_timezone: str
+    boards: tuple[BoardSpec, ...]
+    seasons: tuple[SeasonSpec, ...]
+
+
+_GAME_KEYS = {"slug", "name", "reset_timezone"}
+_BOARD_KEYS = {"slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display"}
+_SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
+
+
+def parse_game_config(text: str) -> GameSpec:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("(file)", f"not valid TOML: {exc}") from None
+    _no_unknown(doc, {"game", "boards", "seasons"}, "")
+    game = doc.get("game")
+    if not isinstance(game, dict):
+        raise ConfigError("game", "a [game] table is required")
+    _no_unknown(game, _GAME_KEYS, "game.")
+    tz = _str(game, "reset_timezone", "game.", default="UTC")
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError("game.reset_timezone", f"{tz!r} is not an IANA time zone name") from None
+    boards = tuple(_board(b, i) for i, b in enumerate(_tables(doc, "boards")))
+    seasons = tuple(_season(s, i) for i, s in enumerate(_tables(doc, "seasons")))
+    _unique([b.slug for b in boards], "boards", "slug")
+    _unique([s.slug for s in seasons], "seasons", "slug")
+    return GameSpec(
+        slug=_slug(game, "game."),
+        name=_str(game, "name", "game."),
+        reset_timezone=tz,
+        boards=boards,
+        seasons=seasons,
+    )
+
+
+def _board(raw: dict[str, Any], i: int) -> BoardSpec:
+    p = f"boards[{i}]."
+    _no_unknown(raw, _BOARD_KEYS, p)
+    order = _choice(raw, "order", p, ("desc", "asc"), "desc")
+    mode = _choice(raw, "mode", p, ("best", "total"), "best")
+    windows = raw.get("windows", ["all"])
+    if not isinstance(windows, list) or not windows or any(w not in CURRENT_WINDOWS for w in windows):
+        raise ConfigError(p + "windows", f"a non-empty list drawn from {', '.join(CURRENT_WINDOWS)}")
+    if len(set(windows)) != len(windows):
+        raise ConfigError(p + "windows", "lists a window twice")
+    min_score = _int(raw, "min_score", p, default=0)
+    max_score = _int(raw, "max_score", p)
+    if max_score < min_score:
+        raise ConfigError(p + "max_score", f"{max_score} is below min_score {min_score}")
+    max_total = raw.get("max_total")
+    if max_total is not None:
+        if mode != "total":
+            raise ConfigError(p + "max_total", "only total boards have a max_total")
+        max_total = _int(raw, "max_total", p)
+        if max_total < max_score:
+            raise ConfigError(p + "max_total", f"{max_total} is below max_score {max_score}")
+    if mode == "total" and min_score < 0:
+        raise ConfigError(p + "min_score", "total boards need min_score >= 0: a total must only grow within a window")
+    if mode == "total" and order == "asc":
+        raise ConfigError(p + "order", 'total boards rank larger totals first; use order = "desc"')
+    spec = BoardSpec(
+        slug=_slug(raw, p),
+        name=_str(raw, "name", p),
+        order=order,
+        mode=mode,
+        windows=tuple(windows),
+        min_score=min_score,
+        max_score=max_score,
+        max_total=max_total,
+        rank_display=_choice(raw, "rank_display", p, ("unique", "shared"), "unique"),
+    )
+    problem = encoding.budget_problem(spec)
+    if problem:
+        key = "max_total" if mode == "total" else "max_score"
+        raise ConfigError(p + key, problem)
+    return spec
+
+
+def _season(raw: dict[str, Any], i: int) -> SeasonSpec:
+    p = f"seasons[{i}]."
+    _no_unknown(raw, _SEASON_KEYS, p)
+    starts_at = _instant(raw, "starts_at", p)
+    ends_at = _instant(raw, "ends_at", p)
+    if ends_at <= starts_at:
+        raise ConfigError(p + "ends_at", "must be after starts_at")
+    return SeasonSpec(slug=_slug(raw, p), name=_str(raw, "name", p), starts_at=starts_at, ends_at=ends_at)
+
+
+def _tables(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    value = doc.get(name, [])
+    if not isinstance(value, list) or any(not isinstance(v, dict) for v in value):
+        raise ConfigError(name, f"use [[{name}]] tables")
+    return value
+
+
+def _no_unknown(raw: dict[str, Any], allowed: set[str], prefix: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise ConfigError(prefix + key, f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+
+
+def _unique(values: list[str], table: str, key: str) -> None:
+    seen: set[str] = set()
+    for i, v in enumerate(values):
+        if v in seen:
+            raise ConfigError(f"{table}[{i}].{key}", f"{v!r} appears twice")
+        seen.add(v)
+
+
+def _str(raw: dict[str, Any], key: str, p: str, default: str | None = None) -> str:
+    value = raw.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(p + key, "a non-empty string is required")
+    return value
+
+
+def _slug(raw: dict[str, Any], p: str) -> str:
+    value = _str(raw, "slug", p)
+    if not re.match(SLUG_RE, value):
+        raise ConfigError(p + "slug", f"{value!r} is not a slug ([a-z0-9][a-z0-9-]{{0,63}})")
+    return value
+
+
+def _int(raw: dict[str, Any], key: str, p: str, default: int | None = None) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(p + key, "an integer is required")
+    return value
+
+
+def _choice(raw: dict[str, Any], key: str, p: str, choices: tuple[str, ...], default: str) -> str:
+    value = raw.get(key, default)
+    if value not in choices:
+        raise ConfigError(p + key, f"must be one of {', '.join(choices)}")
+    return value
+
+
+def _instant(raw: dict[str, Any], key: str, p: str) -> datetime:
+    value = raw.get(key)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ConfigError(p + key, "an RFC 3339 date-time with an offset is required") from None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ConfigError(p + key, "an RFC 3339 date-time with an offset is required")
+    return value.astimezone(UTC)

@@ -1,0 +1,96 @@
+"""The sorted-set score: a player's value and the tie-break packed into one integer.
+
+Redis keeps scores as IEEE doubles, which hold every integer below 2**53 exactly. We spend
+TIME_BITS of those 53 bits on "when the value was reached" (whole seconds since EPOCH) and
+the rest on the value, arranged so that a *larger* encoded number is always *better*:
+
+    encoded = value_part * 2**TIME_BITS + (2**TIME_BITS - 1 - seconds_since_epoch)
+
+- value_part is (value - min_score) on desc boards, (max_score - value) on asc boards and
+  min(total, max_total) on total boards, so it never goes below 0;
+- an earlier time gives a larger low part, so of two equal values the earlier one wins and a
+  later equal result never moves a player down (ZADD GT ignores it).
+
+The last tie-break (player id byte order) is not in the number: readers order the rare
+members with an identical encoded score by player id. See docs/encoding.md.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Protocol
+
+EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
+EPOCH_UNIX = int(EPOCH.timestamp())
+TIME_BITS = 29  # 2**29 s = 17.0 years of distinct tie-break seconds: 2025-01-01 .. 2042-01-04
+TIME_SPAN = 1 << TIME_BITS
+EXACT_BITS = 53
+VALUE_BITS = EXACT_BITS - TIME_BITS
+VALUE_SPAN_LIMIT = 1 << VALUE_BITS  # at most 16,777,216 distinct values per board
+
+
+class BoardShape(Protocol):
+    order: str
+    mode: str
+    min_score: int
+    max_score: int
+    max_total: int | None
+
+
+def default_max_total() -> int:
+    return VALUE_SPAN_LIMIT - 1
+
+
+def value_span(board: BoardShape) -> int:
+    """How many distinct values the board must tell apart."""
+    if board.mode == "total":
+        return (board.max_total if board.max_total is not None else default_max_total()) + 1
+    return board.max_score - board.min_score + 1
+
+
+def budget_problem(board: BoardShape) -> str | None:
+    """Why the board's value range does not fit the 53-bit budget, or None if it fits."""
+    span = value_span(board)
+    if span <= VALUE_SPAN_LIMIT:
+        return None
+    needed = math.ceil(math.log2(span))
+    what = "max_total + 1" if board.mode == "total" else "max_score - min_score + 1"
+    return (
+        f"{what} = {span:,} distinct values needs {needed} bits, but only {VALUE_BITS} of the 53 exact bits "
+        f"of a sorted-set score are left after {TIME_BITS} bits of tie-break time; "
+        f"narrow the range to at most {VALUE_SPAN_LIMIT:,} values"
+    )
+
+
+def tie_seconds(reached_at: datetime) -> int:
+    """Whole seconds since EPOCH, clamped into the TIME_BITS range."""
+    seconds = math.floor(reached_at.timestamp()) - EPOCH_UNIX
+    return min(max(seconds, 0), TIME_SPAN - 1)
+
+
+def value_part(board: BoardShape, value: int) -> int:
+    if board.mode == "total":
+        cap = board.max_total if board.max_total is not None else default_max_total()
+        return min(max(value, 0), cap)
+    if board.order == "asc":
+        return board.max_score - value
+    return value - board.min_score
+
+
+def encode(board: BoardShape, value: int, reached_at: datetime) -> int:
+    return value_part(board, value) * TIME_SPAN + (TIME_SPAN - 1 - tie_seconds(reached_at))
+
+
+def decode_value(board: BoardShape, encoded: int) -> int:
+    """The displayed value of an encoded score (for totals above max_total: max_total)."""
+    part = int(encoded) >> TIME_BITS
+    if board.mode == "total":
+        return part
+    if board.order == "asc":
+        return board.max_score - part
+    return part + board.min_score
+
+
+def decode_seconds(encoded: int) -> int:
+    return TIME_SPAN - 1 - (int(encoded) & (TIME_SPAN - 1))

@@ -1,0 +1,183 @@
+"""The durable truth: games and their configuration, players, matches, results and the
+per-board, per-window value of every player. Redis is derived from these tables."""
+
+from django.contrib.postgres.fields import ArrayField
+from django.core.validators import RegexValidator
+from django.db import models
+
+SLUG_RE = r"^[a-z0-9][a-z0-9-]{0,63}$"
+PLAYER_RE = r"^[A-Za-z0-9_.:@-]{1,64}$"
+slug_validator = RegexValidator(SLUG_RE, "Use 1-64 characters: a-z, 0-9 and '-', starting with a letter or digit.")
+
+
+class Game(models.Model):
+    slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    reset_timezone = models.CharField(max_length=64, default="UTC")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Board(models.Model):
+    class Order(models.TextChoices):
+        DESC = "desc", "Higher is better"
+        ASC = "asc", "Lower is better"
+
+    class Mode(models.TextChoices):
+        BEST = "best", "Best result per window"
+        TOTAL = "total", "Sum of results per window"
+
+    class RankDisplay(models.TextChoices):
+        UNIQUE = "unique", "Unique (1,2,3,4)"
+        SHARED = "shared", "Shared (1,2,2,4)"
+
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="boards")
+    slug = models.CharField(max_length=64, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    order = models.CharField(max_length=4, choices=Order.choices, default=Order.DESC)
+    mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.BEST)
+    windows = ArrayField(models.CharField(max_length=16), default=list)
+    min_score = models.BigIntegerField(default=0)
+    max_score = models.BigIntegerField()
+    # Only for total boards: the largest total the ranking distinguishes (see docs/encoding.md).
+    max_total = models.BigIntegerField(null=True, blank=True)
+    rank_display = models.CharField(max_length=6, choices=RankDisplay.choices, default=RankDisplay.UNIQUE)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]
+
+    def __str__(self) -> str:
+        return f"{self.game_id}/{self.slug}"
+
+
+class Season(models.Model):
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="seasons")
+    slug = models.CharField(max_length=64, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["game", "slug"], name="season_unique_slug_per_game"),
+            models.CheckConstraint(
+                condition=models.Q(ends_at__gt=models.F("starts_at")), name="season_ends_after_start"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Player(models.Model):
+    """A game's player. The integer primary key is the sorted-set member: compact in Redis."""
+
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="players")
+    external_id = models.CharField(max_length=64)
+    display_name = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["game", "external_id"], name="player_unique_id_per_game")]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class ServerKey(models.Model):
+    """A game server's signing key. The secret is derived from the key id, a random salt and
+    a pepper held only in the environment, so the table alone cannot sign anything."""
+
+    SCOPES = ("submit", "moderate")
+
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="server_keys")
+    name = models.CharField(max_length=100)
+    key_id = models.CharField(max_length=40, unique=True)
+    salt = models.CharField(max_length=64)
+    scopes = ArrayField(models.CharField(max_length=16), default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.key_id})"
+
+
+class Match(models.Model):
+    class Status(models.TextChoices):
+        ACCEPTED = "accepted"
+        HELD = "held"
+        VOIDED = "voided"
+
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="matches")
+    match_id = models.CharField(max_length=128)
+    ended_at = models.DateTimeField()
+    # sha256 of the canonical match body: the same match_id with another body is a conflict.
+    body_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.ACCEPTED)
+    server_key = models.ForeignKey(ServerKey, null=True, blank=True, on_delete=models.SET_NULL)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "matches"
+        constraints = [models.UniqueConstraint(fields=["game", "match_id"], name="match_unique_id_per_game")]
+
+    def __str__(self) -> str:
+        return self.match_id
+
+
+class Result(models.Model):
+    match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="results")
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="results")
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="results")
+    score = models.BigIntegerField()
+    metadata = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["player", "board"], name="result_player_board")]
+
+    def __str__(self) -> str:
+        return f"{self.player_id} on {self.board_id}: {self.score}"
+
+
+class PlayerValue(models.Model):
+    """A player's value on one board in one explicit window ("all", "daily:2026-11-29"...).
+
+    `encoded` is the sorted-set score (value and tie-break in one integer below 2**53); the
+    ingest path upserts it with GREATEST, so a late or repeated result cannot lower it."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="values")
+    window = models.CharField(max_length=80)
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="values")
+    value = models.BigIntegerField()
+    reached_at = models.DateTimeField()
+    encoded = models.BigIntegerField()
+    metadata = models.JSONField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["board", "window", "player"], name="playervalue_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["board", "window", "-encoded", "player"], name="playervalue_rank_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player_id} on {self.board_id} {self.window}: {self.value}"
+
+
+class BoardOutbox(models.Model):
+    """Values committed to Postgres that still have to reach the sorted sets.
+
+    Written in the ingest transaction; the post-commit fast path deletes its row once Redis
+    has the values, and a periodic job replays whatever is left (Redis down, a crash)."""
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # [[board_id, window, player_id], ...]
+    entries = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"outbox {self.pk} ({len(self.entries)} values)"

@@ -1,0 +1,465 @@
+"""Writes of the durable store: match ingest, server keys, game configuration.
+
+Ingest runs as one transaction per request (single match or batch):
+  1. insert the matches, ON CONFLICT (game, match_id) DO NOTHING: the unique constraint, not
+     a prior read, decides what is new; what is not new is a duplicate or a conflict;
+  2. upsert the players, insert the results;
+  3. upsert each affected player's value per board and window with a conditional write
+     (best: only a larger encoded score replaces; total: sum), returning what changed;
+  4. record the changes in the board outbox;
+and after commit sends `score_accepted` so boards/ mirrors the new absolute values to Redis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from leaderboard_project.errors import ApiError, Conflict
+from scores import encoding
+from scores.auth import server_key_secret
+from scores.config import ConfigError, GameSpec
+from scores.models import Board, BoardOutbox, Game, PlayerValue, Season, ServerKey
+from scores.selectors import GameConfig, game_config
+from scores.signals import score_accepted
+from scores.windows import windows_for
+
+
+class InvalidMatch(ApiError):
+    code = "invalid_match"
+
+
+class MatchConflict(Conflict):
+    code = "match_conflict"
+
+
+@dataclass(frozen=True)
+class ResultIn:
+    player: str
+    board: str
+    score: int
+    display_name: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class MatchIn:
+    match_id: str
+    ended_at: datetime
+    results: tuple[ResultIn, ...]
+
+    def body_hash(self) -> str:
+        """Hash of the canonical body: the same match sent with other spacing is the same match."""
+        canonical = {
+            "match_id": self.match_id,
+            "ended_at": self.ended_at.astimezone(UTC).isoformat(),
+            "results": [
+                {
+                    "player": r.player,
+                    "board": r.board,
+                    "score": r.score,
+                    "display_name": r.display_name,
+                    "metadata": r.metadata,
+                }
+                for r in self.results
+            ],
+        }
+        return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass
+class MatchOutcome:
+    match_id: str
+    status: str  # accepted | held | voided (a duplicate of a voided match) | rejected
+    duplicate: bool = False
+    error: ApiError | None = None
+
+
+@dataclass
+class _Value:
+    """One player's contribution to one board window, pre-aggregated within a request."""
+
+    value: int
+    reached_at: datetime
+    encoded: int
+    metadata: dict[str, Any] | None
+    latest_at: datetime = field(default=None)  # type: ignore[assignment]
+
+
+def _check_match(config: GameConfig, match: MatchIn, now: datetime) -> None:
+    if match.ended_at > now + timedelta(seconds=settings.MAX_ENDED_AT_FUTURE_SECONDS):
+        raise InvalidMatch(
+            f"ended_at is more than {settings.MAX_ENDED_AT_FUTURE_SECONDS} s in the future", code="ended_at_in_future"
+        )
+    for i, result in enumerate(match.results):
+        board = config.boards.get(result.board)
+        if board is None:
+            raise InvalidMatch(f"results[{i}].board: unknown board {result.board!r}", code="unknown_board")
+        if not board.min_score <= result.score <= board.max_score:
+            raise InvalidMatch(
+                f"results[{i}].score: {result.score} is outside [{board.min_score}, {board.max_score}] "
+                f"of board {board.slug!r}",
+                code="score_out_of_bounds",
+            )
+
+
+def match_submit(*, game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome:
+    """Store one match. Raises InvalidMatch (400) or MatchConflict (409)."""
+    outcome = matches_submit(game=game, server_key=server_key, matches=[match])[0]
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome
+
+
+def matches_submit(
+    *, game: Game, server_key: ServerKey | None, matches: Sequence[MatchIn], now: datetime | None = None
+) -> list[MatchOutcome]:
+    """Store many matches in one transaction; each stands alone (a bad one is rejected)."""
+    now = now or timezone.now()
+    config = game_config(game)
+    outcomes: list[MatchOutcome | None] = [None] * len(matches)
+    candidates: dict[str, tuple[int, MatchIn, str]] = {}
+    repeats: list[tuple[int, MatchIn, str]] = []
+    for i, match in enumerate(matches):
+        try:
+            _check_match(config, match, now)
+        except InvalidMatch as exc:
+            outcomes[i] = MatchOutcome(match.match_id, "rejected", error=exc)
+            continue
+        item = (i, match, match.body_hash())
+        if match.match_id in candidates:
+            repeats.append(item)  # the same match twice in one batch: judged against the first
+        else:
+            candidates[match.match_id] = item
+
+    if candidates:
+        with transaction.atomic():
+            inserted = _matches_insert(game, server_key, list(candidates.values()))
+            known = _matches_existing(game, [mid for mid in candidates if mid not in inserted])
+            new_matches = []
+            for match_id, (i, match, digest) in candidates.items():
+                if match_id in inserted:
+                    outcomes[i] = MatchOutcome(match_id, "accepted")
+                    new_matches.append((inserted[match_id], match))
+                else:
+                    outcomes[i] = _repeat_outcome(match_id, digest, known[match_id])
+            if new_matches:
+                _results_store(config, new_matches)
+        for i, match, digest in repeats:
+            first = candidates[match.match_id]
+            first_outcome = outcomes[first[0]]
+            outcomes[i] = _repeat_outcome(match.match_id, digest, (first[2], first_outcome.status))
+    return [o for o in outcomes if o is not None]
+
+
+def _repeat_outcome(match_id: str, digest: str, stored: tuple[str, str]) -> MatchOutcome:
+    stored_hash, stored_status = stored
+    if stored_hash == digest and stored_status != "rejected":
+        return MatchOutcome(match_id, stored_status, duplicate=True)
+    return MatchOutcome(
+        match_id,
+        "rejected",
+        error=MatchConflict(f"match_id {match_id!r} was already submitted with a different body"),
+    )
+
+
+def _matches_insert(game: Game, key: ServerKey | None, items: list[tuple[int, MatchIn, str]]) -> dict[str, int]:
+    items = sorted(items, key=lambda it: it[1].match_id)  # one lock order for concurrent batches
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO scores_match (game_id, match_id, ended_at, body_hash, status, server_key_id, received_at)
+            SELECT %s, u.match_id, u.ended_at, u.body_hash, 'accepted', %s, now()
+            FROM unnest(%s::text[], %s::timestamptz[], %s::text[]) WITH ORDINALITY AS u(match_id, ended_at, body_hash, n)
+            ORDER BY u.n
+            ON CONFLICT (game_id, match_id) DO NOTHING
+            RETURNING match_id, id
+            """,
+            [
+                game.id,
+                key.id if key else None,
+                [m.match_id for _, m, _ in items],
+                [m.ended_at for _, m, _ in items],
+                [d for _, _, d in items],
+            ],
+        )
+        return dict(cur.fetchall())
+
+
+def _matches_existing(game: Game, match_ids: list[str]) -> dict[str, tuple[str, str]]:
+    if not match_ids:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT match_id, body_hash, status FROM scores_match WHERE game_id = %s AND match_id = ANY(%s)",
+            [game.id, match_ids],
+        )
+        return {mid: (digest, status) for mid, digest, status in cur.fetchall()}
+
+
+def _players_upsert(game: Game, matches: list[tuple[int, MatchIn]]) -> dict[str, int]:
+    names: dict[str, str] = {}
+    for _, match in matches:
+        for r in match.results:
+            if r.display_name:
+                names[r.player] = r.display_name
+            else:
+                names.setdefault(r.player, "")
+    ids = sorted(names)
+    with connection.cursor() as cur:
+        # Existing players are only touched when a new display name arrives.
+        cur.execute(
+            """
+            INSERT INTO scores_player (game_id, external_id, display_name, created_at)
+            SELECT %s, u.external_id, u.display_name, now()
+            FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(external_id, display_name, n)
+            ORDER BY u.n
+            ON CONFLICT (game_id, external_id) DO UPDATE SET display_name = EXCLUDED.display_name
+            WHERE EXCLUDED.display_name <> '' AND scores_player.display_name <> EXCLUDED.display_name
+            """,
+            [game.id, ids, [names[p] for p in ids]],
+        )
+        cur.execute(
+            "SELECT external_id, id FROM scores_player WHERE game_id = %s AND external_id = ANY(%s)", [game.id, ids]
+        )
+        return dict(cur.fetchall())
+
+
+def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]]) -> None:
+    player_ids = _players_upsert(config.game, matches)
+    rows: list[tuple[int, int, int, int, str | None]] = []
+    # (board_id, window, player_id) -> aggregated value of this request
+    values: dict[tuple[int, str, int], _Value] = {}
+    for match_pk, match in matches:
+        for r in match.results:
+            board = config.boards[r.board]
+            player_id = player_ids[r.player]
+            rows.append(
+                (match_pk, player_id, board.id, r.score, json.dumps(r.metadata) if r.metadata is not None else None)
+            )
+            windows = windows_for(match.ended_at, config.game.reset_timezone, board.windows, config.seasons)
+            for window in windows:
+                _merge(values, board, (board.id, window, player_id), r, match.ended_at)
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO scores_result (match_id, player_id, board_id, score, metadata)
+            SELECT u.match_id, u.player_id, u.board_id, u.score, u.metadata::jsonb
+            FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::text[])
+                AS u(match_id, player_id, board_id, score, metadata)
+            """,
+            [list(col) for col in zip(*rows, strict=True)],
+        )
+    changed = _values_upsert(config, values)
+    if not changed:
+        return
+    outbox = BoardOutbox.objects.create(entries=[[b, w, p] for b, w, p, _ in changed])
+    transaction.on_commit(lambda: score_accepted.send(sender=BoardOutbox, outbox_id=outbox.id, entries=changed))
+
+
+def _merge(values: dict, board: Board, key: tuple[int, str, int], r: ResultIn, ended_at: datetime) -> None:
+    current = values.get(key)
+    if board.mode == Board.Mode.TOTAL:
+        if current is None:
+            values[key] = _Value(r.score, ended_at, 0, r.metadata, ended_at)
+            return
+        current.reached_at = total_reached_at(current.value, current.reached_at, r.score, ended_at)
+        current.value += r.score
+        if ended_at >= current.latest_at:
+            current.metadata, current.latest_at = r.metadata, ended_at
+        return
+    encoded = encoding.encode(board, r.score, ended_at)
+    if current is None or encoded > current.encoded:
+        values[key] = _Value(r.score, ended_at, encoded, r.metadata)
+
+
+def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime) -> datetime:
+    """When a total made of two parts was reached: the latest part that added something
+    (adding 0 does not move a player down); if neither added anything, the earliest."""
+    if value_a > 0 and value_b > 0:
+        return max(at_a, at_b)
+    if value_a > 0:
+        return at_a
+    if value_b > 0:
+        return at_b
+    return min(at_a, at_b)
+
+
+_BEST_UPSERT = """
+INSERT INTO scores_playervalue AS pv (board_id, "window", player_id, value, reached_at, encoded, metadata, updated_at)
+SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, now()
+FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[])
+    WITH ORDINALITY AS u(w, p, v, r, e, m, n)
+ORDER BY u.n
+ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+    value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
+    metadata = EXCLUDED.metadata, updated_at = now()
+WHERE EXCLUDED.encoded > pv.encoded
+RETURNING pv."window", pv.player_id, pv.encoded
+"""
+
+# reached_at of a new total, by total_reached_at()'s rule.
+_TOTAL_REACHED = """CASE
+        WHEN pv.value > 0 AND EXCLUDED.value > 0 THEN GREATEST(pv.reached_at, EXCLUDED.reached_at)
+        WHEN pv.value > 0 THEN pv.reached_at
+        WHEN EXCLUDED.value > 0 THEN EXCLUDED.reached_at
+        ELSE LEAST(pv.reached_at, EXCLUDED.reached_at) END"""
+
+# The encoded score of a total is recomputed in SQL from the summed value, so concurrent
+# additions for one player serialise on the row and none is lost.
+_TOTAL_UPSERT = f"""
+INSERT INTO scores_playervalue AS pv (board_id, "window", player_id, value, reached_at, encoded, metadata, updated_at)
+SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, now()
+FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[])
+    WITH ORDINALITY AS u(w, p, v, r, e, m, n)
+ORDER BY u.n
+ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+    value = pv.value + EXCLUDED.value,
+    reached_at = {_TOTAL_REACHED},
+    encoded = LEAST(pv.value + EXCLUDED.value, %(cap)s) * %(span)s + (%(span)s - 1 - LEAST(GREATEST(
+        floor(extract(epoch FROM {_TOTAL_REACHED}))::bigint - %(epoch)s, 0), %(span)s - 1)),
+    metadata = CASE WHEN EXCLUDED.reached_at >= pv.reached_at THEN EXCLUDED.metadata ELSE pv.metadata END,
+    updated_at = now()
+RETURNING pv."window", pv.player_id, pv.encoded
+"""
+
+
+def _values_upsert(config: GameConfig, values: dict[tuple[int, str, int], _Value]) -> list[tuple[int, str, int, int]]:
+    """Apply aggregated contributions; return (board_id, window, player_id, encoded) of every
+    value that changed."""
+    by_board: dict[int, list[tuple[str, int, _Value]]] = {}
+    for (board_id, window, player_id), v in sorted(values.items(), key=lambda kv: kv[0]):
+        by_board.setdefault(board_id, []).append((window, player_id, v))
+    boards = {b.id: b for b in config.boards.values()}
+    changed: list[tuple[int, str, int, int]] = []
+    with connection.cursor() as cur:
+        for board_id, items in by_board.items():
+            board = boards[board_id]
+            total = board.mode == Board.Mode.TOTAL
+            params = {
+                "board": board_id,
+                "w": [w for w, _, _ in items],
+                "p": [p for _, p, _ in items],
+                "v": [v.value for _, _, v in items],
+                "r": [v.reached_at for _, _, v in items],
+                "e": [encoding.encode(board, v.value, v.reached_at) if total else v.encoded for _, _, v in items],
+                "m": [json.dumps(v.metadata) if v.metadata is not None else None for _, _, v in items],
+            }
+            if total:
+                params.update(cap=encoding.value_span(board) - 1, span=encoding.TIME_SPAN, epoch=encoding.EPOCH_UNIX)
+                cur.execute(_TOTAL_UPSERT, params)
+            else:
+                cur.execute(_BEST_UPSERT, params)
+            changed.extend((board_id, w, p, e) for w, p, e in cur.fetchall())
+    return changed
+
+
+# --- server keys -------------------------------------------------------------------------
+
+
+def server_key_create(*, game: Game, name: str, scopes: Sequence[str] = ("submit",)) -> tuple[ServerKey, str]:
+    """Create a key; return it with its secret, which is shown once and never stored."""
+    unknown = set(scopes) - set(ServerKey.SCOPES)
+    if unknown or not scopes:
+        raise ValueError(f"unknown scopes {sorted(unknown)}; choose from {', '.join(ServerKey.SCOPES)}")
+    key = ServerKey.objects.create(
+        game=game,
+        name=name,
+        key_id="sk_" + secrets.token_hex(12),
+        salt=secrets.token_hex(16),
+        scopes=sorted(set(scopes)),
+    )
+    return key, server_key_secret(key.key_id, key.salt)
+
+
+def server_key_revoke(*, key: ServerKey) -> ServerKey:
+    """Revoke a key; the next request signed with it is refused."""
+    if key.revoked_at is None:
+        ServerKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        key.refresh_from_db(fields=["revoked_at"])
+    return key
+
+
+# --- configuration as code ---------------------------------------------------------------
+
+
+def _encoding_shape(b: Any) -> tuple:
+    """The board fields the stored encoded scores depend on."""
+    return (
+        b.order,
+        b.mode,
+        b.min_score if (b.mode == "best" and b.order == "desc") else None,
+        b.max_score if (b.mode == "best" and b.order == "asc") else None,
+        encoding.value_span(b) if b.mode == "total" else None,
+    )
+
+
+def game_config_apply(spec: GameSpec) -> list[str]:
+    """Create or update a game, its boards and seasons from a parsed file.
+
+    Returns a line per change (empty when the file changes nothing). Refuses, naming the key,
+    a change that would invalidate the encoded scores a board already holds."""
+    changes: list[str] = []
+    with transaction.atomic():
+        game, created = Game.objects.select_for_update().get_or_create(
+            slug=spec.slug, defaults={"name": spec.name, "reset_timezone": spec.reset_timezone}
+        )
+        if created:
+            changes.append(f"created game {spec.slug}")
+        else:
+            changes += _update_fields(
+                game, {"name": spec.name, "reset_timezone": spec.reset_timezone}, f"game {spec.slug}"
+            )
+        existing = {b.slug: b for b in Board.objects.filter(game=game)}
+        for i, bs in enumerate(spec.boards):
+            fields = {
+                "name": bs.name,
+                "order": bs.order,
+                "mode": bs.mode,
+                "windows": list(bs.windows),
+                "min_score": bs.min_score,
+                "max_score": bs.max_score,
+                "max_total": bs.max_total,
+                "rank_display": bs.rank_display,
+            }
+            board = existing.get(bs.slug)
+            if board is None:
+                Board.objects.create(game=game, slug=bs.slug, **fields)
+                changes.append(f"created board {bs.slug}")
+                continue
+            if _encoding_shape(board) != _encoding_shape(bs) and PlayerValue.objects.filter(board=board).exists():
+                raise ConfigError(
+                    f"boards[{i}]",
+                    f"board {bs.slug!r} already holds scores; changing its order, mode or score range would "
+                    "change how they rank. Create a new board instead.",
+                )
+            changes += _update_fields(board, fields, f"board {bs.slug}")
+        existing_seasons = {s.slug: s for s in Season.objects.filter(game=game)}
+        for ss in spec.seasons:
+            fields = {"name": ss.name, "starts_at": ss.starts_at, "ends_at": ss.ends_at}
+            season = existing_seasons.get(ss.slug)
+            if season is None:
+                Season.objects.create(game=game, slug=ss.slug, **fields)
+                changes.append(f"created season {ss.slug}")
+            else:
+                changes += _update_fields(season, fields, f"season {ss.slug}")
+    return changes
+
+
+def _update_fields(obj: Any, fields: dict[str, Any], label: str) -> list[str]:
+    changed = [name for name, value in fields.items() if getattr(obj, name) != value]
+    if not changed:
+        return []
+    for name in changed:
+        setattr(obj, name, fields[name])
+    obj.save(update_fields=changed)
+    return [f"updated {label}: {', '.join(changed)}"]

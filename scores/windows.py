@@ -1,0 +1,139 @@
+"""Window arithmetic: which explicit windows a match counts in, and what a window query means.
+
+Explicit windows are strings: "all", "daily:2026-11-29", "weekly:2026-W48" (ISO week),
+"monthly:2026-11", "season:<slug>". They are derived from a match's ended_at in the game's
+reset time zone, never from the arrival time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+CURRENT_WINDOWS = ("all", "daily", "weekly", "monthly", "season")
+
+_DAILY = re.compile(r"^daily:(\d{4})-(\d{2})-(\d{2})$")
+_WEEKLY = re.compile(r"^weekly:(\d{4})-W(\d{2})$")
+_MONTHLY = re.compile(r"^monthly:(\d{4})-(\d{2})$")
+_SEASON = re.compile(r"^season:([a-z0-9][a-z0-9-]{0,63})$")
+
+
+@dataclass(frozen=True)
+class SeasonSpan:
+    slug: str
+    starts_at: datetime
+    ends_at: datetime
+
+
+class UnknownWindow(ValueError):
+    pass
+
+
+def daily_key(day: date) -> str:
+    return f"daily:{day.isoformat()}"
+
+
+def weekly_key(day: date) -> str:
+    year, week, _ = day.isocalendar()
+    return f"weekly:{year}-W{week:02d}"
+
+
+def monthly_key(day: date) -> str:
+    return f"monthly:{day.year}-{day.month:02d}"
+
+
+def seasons_at(moment: datetime, seasons: Iterable[SeasonSpan]) -> list[SeasonSpan]:
+    return [s for s in seasons if s.starts_at <= moment < s.ends_at]
+
+
+def windows_for(ended_at: datetime, tz: str, kinds: Iterable[str], seasons: Iterable[SeasonSpan]) -> list[str]:
+    """Every explicit window a result that ended at `ended_at` counts in."""
+    local_day = ended_at.astimezone(ZoneInfo(tz)).date()
+    out: list[str] = []
+    for kind in kinds:
+        if kind == "all":
+            out.append("all")
+        elif kind == "daily":
+            out.append(daily_key(local_day))
+        elif kind == "weekly":
+            out.append(weekly_key(local_day))
+        elif kind == "monthly":
+            out.append(monthly_key(local_day))
+        elif kind == "season":
+            out.extend(f"season:{s.slug}" for s in seasons_at(ended_at, seasons))
+    return out
+
+
+def kind_of(window: str) -> str:
+    return window.split(":", 1)[0]
+
+
+def resolve(spec: str, now: datetime, tz: str, kinds: Iterable[str], seasons: Iterable[SeasonSpan]) -> str:
+    """Turn a window query parameter into the explicit window it means at `now`.
+
+    Raises UnknownWindow for a malformed window, a kind the board does not keep, an
+    impossible date or an unknown season."""
+    kinds = set(kinds)
+    seasons = list(seasons)
+    kind = kind_of(spec)
+    if kind not in CURRENT_WINDOWS or kind not in kinds:
+        raise UnknownWindow(f"unknown window {spec!r}")
+    if spec == "season":
+        current = seasons_at(now, seasons)
+        if not current:
+            raise UnknownWindow("no season is running now")
+        return f"season:{current[0].slug}"
+    if spec in CURRENT_WINDOWS:
+        return windows_for(now, tz, [spec], seasons)[0]
+    if not _is_valid_explicit(spec, {s.slug for s in seasons}):
+        raise UnknownWindow(f"unknown window {spec!r}")
+    return spec
+
+
+def _is_valid_explicit(spec: str, season_slugs: set[str]) -> bool:
+    try:
+        if m := _DAILY.match(spec):
+            date(int(m[1]), int(m[2]), int(m[3]))
+            return True
+        if m := _WEEKLY.match(spec):
+            date.fromisocalendar(int(m[1]), int(m[2]), 1)
+            return True
+        if m := _MONTHLY.match(spec):
+            date(int(m[1]), int(m[2]), 1)
+            return True
+    except ValueError:
+        return False
+    if m := _SEASON.match(spec):
+        return m[1] in season_slugs
+    return False
+
+
+def bounds(window: str, tz: str, seasons: Iterable[SeasonSpan]) -> tuple[datetime, datetime] | None:
+    """The [start, end) instants of an explicit window; None for "all"."""
+    zone = ZoneInfo(tz)
+    if window == "all":
+        return None
+    if m := _DAILY.match(window):
+        first = date(int(m[1]), int(m[2]), int(m[3]))
+        last = first + timedelta(days=1)
+    elif m := _WEEKLY.match(window):
+        first = date.fromisocalendar(int(m[1]), int(m[2]), 1)
+        last = first + timedelta(days=7)
+    elif m := _MONTHLY.match(window):
+        first = date(int(m[1]), int(m[2]), 1)
+        last = date(first.year + (first.month == 12), first.month % 12 + 1, 1)
+    elif m := _SEASON.match(window):
+        for s in seasons:
+            if s.slug == m[1]:
+                return s.starts_at, s.ends_at
+        raise UnknownWindow(window)
+    else:
+        raise UnknownWindow(window)
+    return _local_midnight(first, zone), _local_midnight(last, zone)
+
+
+def _local_midnight(day: date, zone: ZoneInfo) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=zone)

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from boards.redis import get_redis
+from scores.auth import sign
+from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
+
+
+@pytest.fixture(autouse=True)
+def redis_clean() -> Iterator[None]:
+    """Each test starts with an empty Redis database (the test database, never db 0)."""
+    r = get_redis()
+    assert r.connection_pool.connection_kwargs.get("db", 0) != 0 or r.dbsize() == 0, "refusing to flush Redis db 0"
+    r.flushdb()
+    yield
+
+
+class SignedClient:
+    """A game server: signs every request as contract section 3 says."""
+
+    def __init__(self, key_id: str, secret: str, client: Client | None = None) -> None:
+        self.key_id, self.secret = key_id, secret
+        self.client = client or Client()
+
+    def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None, **headers: str):
+        data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        sig = sign(self.secret, method, path, data)
+        h = {"X-Key-Id": self.key_id, "X-Signature": sig, **headers}
+        return self.client.generic(method, path, data=data, content_type="application/json", headers=h)
+
+    def post(self, path: str, body: Any = None, **kw: Any):
+        return self.request("POST", path, body, **kw)
+
+    def get(self, path: str, **kw: Any):
+        return self.request("GET", path, **kw)
+
+
+@pytest.fixture
+def game(transactional_db):
+    g = GameFactory(slug="chess")
+    BoardFactory(game=g, slug="rating")
+    BoardFactory(game=g, slug="golf", order="asc", min_score=18, max_score=200)
+    BoardFactory(game=g, slug="points", mode="total", max_score=1000)
+    SeasonFactory(game=g, slug="s1")
+    return g
+
+
+@pytest.fixture
+def server(game) -> SignedClient:
+    key, secret = server_key(game, scopes=("submit", "moderate"))
+    return SignedClient(key.key_id, secret)

@@ -1,0 +1,57 @@
+"""Factories for the durable models. Server keys go through the service (it makes the secret)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import factory
+
+from scores.models import Board, Game, Player, Season, ServerKey
+from scores.services import server_key_create
+
+
+class GameFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Game
+
+    slug = factory.Sequence(lambda n: f"game-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.title())
+    reset_timezone = "UTC"
+
+
+class BoardFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Board
+
+    game = factory.SubFactory(GameFactory)
+    slug = factory.Sequence(lambda n: f"board-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.title())
+    order = "desc"
+    mode = "best"
+    windows = factory.LazyFunction(lambda: ["all", "daily", "weekly", "monthly", "season"])
+    min_score = 0
+    max_score = 10_000_000
+    rank_display = "unique"
+
+
+class SeasonFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Season
+
+    game = factory.SubFactory(GameFactory)
+    slug = factory.Sequence(lambda n: f"s{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.upper())
+    starts_at = datetime(2026, 11, 1, tzinfo=UTC)
+    ends_at = datetime(2027, 2, 1, tzinfo=UTC)
+
+
+class PlayerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Player
+
+    game = factory.SubFactory(GameFactory)
+    external_id = factory.Sequence(lambda n: f"p{n}")
+
+
+def server_key(game: Game, scopes: tuple[str, ...] = ("submit",), name: str = "test server") -> tuple[ServerKey, str]:
+    return server_key_create(game=game, name=name, scopes=scopes)

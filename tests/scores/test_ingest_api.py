@@ -1,0 +1,270 @@
+"""Contract sections 3 and 4 over the API: every status code, and nothing stored on refusal."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from boards import keys
+from boards.redis import get_redis
+from scores.models import Match, PlayerValue, Result
+from scores.services import server_key_revoke
+from tests.conftest import SignedClient
+from tests.factories import GameFactory, server_key
+
+URL = "/api/v1/games/chess/matches"
+
+
+def a_match(match_id: str = "m-1", **overrides):
+    body = {
+        "match_id": match_id,
+        "ended_at": "2026-11-29T18:59:58Z",
+        "results": [{"player": "p42", "board": "rating", "score": 1450, "display_name": "Alice"}],
+    }
+    body.update(overrides)
+    return body
+
+
+def assert_error(response, status: int, code: str | None = None) -> dict:
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    assert body["error"]["message"]
+    if code:
+        assert body["error"]["code"] == code, body
+    return body
+
+
+def test_accepted_match_is_stored_and_mirrored(server: SignedClient, game) -> None:
+    response = server.post(URL, a_match())
+    assert response.status_code == 201
+    assert response.json() == {"match_id": "m-1", "status": "accepted", "duplicate": False}
+    # every window the board keeps, derived from ended_at in the game's time zone
+    windows = set(PlayerValue.objects.values_list("window", flat=True))
+    assert windows == {"all", "daily:2026-11-29", "weekly:2026-W48", "monthly:2026-11", "season:s1"}
+    r = get_redis()
+    board_id = game.boards.get(slug="rating").id
+    for window in windows:
+        assert r.zcard(keys.board_key(board_id, window)) == 1
+
+
+def test_same_match_again_is_a_duplicate_that_counts_once(server: SignedClient) -> None:
+    assert server.post(URL, a_match()).status_code == 201
+    again = server.post(URL, a_match())
+    assert again.status_code == 200
+    assert again.json() == {"match_id": "m-1", "status": "accepted", "duplicate": True}
+    assert Match.objects.count() == 1 and Result.objects.count() == 1
+
+
+def test_points_board_total_is_not_doubled_by_a_retry(server: SignedClient) -> None:
+    body = a_match(results=[{"player": "p1", "board": "points", "score": 10}])
+    server.post(URL, body)
+    server.post(URL, body)
+    assert PlayerValue.objects.get(window="all").value == 10
+
+
+def test_same_match_id_with_another_body_is_409(server: SignedClient) -> None:
+    server.post(URL, a_match())
+    other = a_match(results=[{"player": "p42", "board": "rating", "score": 9999}])
+    assert_error(server.post(URL, other), 409, "match_conflict")
+    assert PlayerValue.objects.get(window="all").value == 1450
+
+
+@pytest.mark.parametrize(
+    "body, code",
+    [
+        ({"ended_at": "2026-11-29T18:59:58Z", "results": []}, "invalid_body"),
+        (a_match(results=[]), "invalid_body"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": 1}] * 101), "invalid_body"),
+        (a_match(match_id=""), "invalid_body"),
+        (a_match(match_id="x" * 129), "invalid_body"),
+        (a_match(match_id="tab\there"), "invalid_body"),
+        (a_match(ended_at="2026-11-29T18:59:58"), "invalid_body"),  # no offset
+        (a_match(ended_at="yesterday"), "invalid_body"),
+        (a_match(results=[{"player": "p 1", "board": "rating", "score": 1}]), "invalid_body"),
+        (a_match(results=[{"player": "x" * 65, "board": "rating", "score": 1}]), "invalid_body"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": 1.5}]), "invalid_body"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": "12"}]), "invalid_body"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": True}]), "invalid_body"),
+        (a_match(results=[{"player": "p1", "board": "rating"}]), "invalid_body"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": 1, "display_name": ""}]), "invalid_body"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": 1, "metadata": [1]}]), "invalid_body"),
+        (
+            a_match(results=[{"player": "p1", "board": "rating", "score": 1, "metadata": {"x": "y" * 1100}}]),
+            "invalid_body",
+        ),
+        (a_match(results=[{"player": "p1", "board": "nope", "score": 1}]), "unknown_board"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": -1}]), "score_out_of_bounds"),
+        (a_match(results=[{"player": "p1", "board": "rating", "score": 10_000_001}]), "score_out_of_bounds"),
+        (a_match(results=[{"player": "p1", "board": "golf", "score": 17}]), "score_out_of_bounds"),
+    ],
+)
+def test_invalid_match_is_400_and_stores_nothing(server: SignedClient, body, code) -> None:
+    # a valid first result, so a partial store would show
+    if "results" in body and body["results"] and len(body["results"]) <= 100:
+        body["results"] = [{"player": "ok", "board": "rating", "score": 5}, *body["results"]]
+    assert_error(server.post(URL, body), 400, code)
+    assert not Match.objects.exists() and not Result.objects.exists() and not PlayerValue.objects.exists()
+    assert get_redis().dbsize() == 0
+
+
+def test_ended_at_more_than_60s_in_future_is_400(server: SignedClient) -> None:
+    soon = (timezone.now() + timedelta(seconds=30)).isoformat()
+    later = (timezone.now() + timedelta(seconds=120)).isoformat()
+    assert server.post(URL, a_match("m-soon", ended_at=soon)).status_code == 201
+    assert_error(server.post(URL, a_match("m-late", ended_at=later)), 400, "ended_at_in_future")
+    assert not Match.objects.filter(match_id="m-late").exists()
+
+
+def test_not_json_is_400(server: SignedClient) -> None:
+    assert_error(server.post(URL, raw=b"{not json"), 400)
+    assert_error(server.post(URL, raw=b"[1, 2]"), 400)
+
+
+def test_oversized_body_is_413(server: SignedClient, settings) -> None:
+    from django.conf import settings as live
+
+    big = b"{" + b" " * (live.MAX_REQUEST_BODY_BYTES + 1) + b"}"
+    assert_error(server.post(URL, raw=big), 413, "payload_too_large")
+
+
+# --- authentication (section 3) -----------------------------------------------------------
+
+
+def test_missing_signature_is_401(server: SignedClient) -> None:
+    response = server.client.post(URL, json.dumps(a_match()), content_type="application/json")
+    assert_error(response, 401)
+
+
+def test_wrong_signature_is_401(server: SignedClient) -> None:
+    forged = SignedClient(server.key_id, "not-the-secret")
+    assert_error(forged.post(URL, a_match()), 401)
+    assert not Match.objects.exists()
+
+
+def test_malformed_signature_is_401(server: SignedClient) -> None:
+    body = json.dumps(a_match()).encode()
+    for header in ["garbage", "t=abc,v1=00", "t=1,v1=zz", f"v1={'0' * 64}"]:
+        response = server.client.post(
+            URL, body, content_type="application/json", headers={"X-Key-Id": server.key_id, "X-Signature": header}
+        )
+        assert_error(response, 401)
+
+
+def test_unknown_key_is_401(server: SignedClient) -> None:
+    assert_error(SignedClient("sk_unknown", server.secret).post(URL, a_match()), 401)
+
+
+def test_tampered_body_is_401(server: SignedClient) -> None:
+    from scores.auth import sign
+
+    signed = json.dumps(a_match()).encode()
+    sent = json.dumps(a_match(results=[{"player": "p42", "board": "rating", "score": 9999999}])).encode()
+    headers = {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "POST", URL, signed)}
+    assert_error(server.client.post(URL, sent, content_type="application/json", headers=headers), 401)
+
+
+@pytest.mark.parametrize("skew", [-301, 301])
+def test_stale_or_future_signature_is_401(server: SignedClient, skew: int) -> None:
+    from scores.auth import sign
+
+    body = json.dumps(a_match()).encode()
+    t = int(datetime.now(UTC).timestamp()) + skew
+    headers = {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "POST", URL, body, timestamp=t)}
+    assert_error(server.client.post(URL, body, content_type="application/json", headers=headers), 401)
+
+
+def test_signature_covers_the_query_string(server: SignedClient) -> None:
+    from scores.auth import sign
+
+    body = json.dumps(a_match()).encode()
+    headers = {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "POST", URL, body)}
+    response = server.client.post(URL + "?x=1", body, content_type="application/json", headers=headers)
+    assert_error(response, 401)
+    assert server.post(URL + "?x=1", a_match()).status_code == 201
+
+
+def test_key_of_another_game_is_403(server: SignedClient, game) -> None:
+    other = GameFactory(slug="go")
+    key, secret = server_key(other)
+    assert_error(SignedClient(key.key_id, secret).post(URL, a_match()), 403)
+    assert not Match.objects.exists()
+
+
+def test_revoked_key_is_refused_on_its_next_request(server: SignedClient, game) -> None:
+    key = game.server_keys.get(key_id=server.key_id)
+    assert server.post(URL, a_match("m-a")).status_code == 201
+    server_key_revoke(key=key)
+    assert_error(server.post(URL, a_match("m-b")), 403)
+    assert not Match.objects.filter(match_id="m-b").exists()
+
+
+def test_key_without_submit_scope_is_403(game) -> None:
+    key, secret = server_key(game, scopes=("moderate",))
+    assert_error(SignedClient(key.key_id, secret).post(URL, a_match()), 403)
+
+
+def test_unknown_game_is_refused_without_storing(server: SignedClient) -> None:
+    response = server.post("/api/v1/games/nope/matches", a_match())
+    assert response.status_code in (403, 404)
+    assert_error(response, response.status_code)
+    assert not Match.objects.exists()
+
+
+def test_secret_is_not_in_the_database(server: SignedClient, game) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT row_to_json(k)::text FROM scores_serverkey k")
+        dump = " ".join(row[0] for row in cur.fetchall())
+    assert server.secret not in dump
+
+
+# --- batch ----------------------------------------------------------------------------------
+
+
+def test_batch_each_match_stands_alone(server: SignedClient) -> None:
+    server.post(URL, a_match("m-old"))
+    batch = {
+        "matches": [
+            a_match("m-1"),
+            a_match("m-2", results=[{"player": "p1", "board": "nope", "score": 1}]),
+            a_match("m-old"),
+            a_match("m-old", results=[{"player": "p42", "board": "rating", "score": 1}]),
+            {"match_id": "m-4"},
+            a_match("m-5", results=[{"player": "p5", "board": "rating", "score": 10}]),
+            "not an object",
+        ]
+    }
+    response = server.post(URL + "/batch", batch)
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [(r["match_id"], r["status"], r["duplicate"]) for r in results] == [
+        ("m-1", "accepted", False),
+        ("m-2", "rejected", False),
+        ("m-old", "accepted", True),
+        ("m-old", "rejected", False),
+        ("m-4", "rejected", False),
+        ("m-5", "accepted", False),
+        (None, "rejected", False),
+    ]
+    assert results[1]["error"]["code"] == "unknown_board"
+    assert results[3]["error"]["code"] == "match_conflict"
+    assert "error" not in results[0]
+    assert set(Match.objects.values_list("match_id", flat=True)) == {"m-old", "m-1", "m-5"}
+
+
+def test_batch_with_the_same_match_twice_counts_it_once(server: SignedClient) -> None:
+    body = a_match("m-1", results=[{"player": "p1", "board": "points", "score": 7}])
+    results = server.post(URL + "/batch", {"matches": [body, body]}).json()["results"]
+    assert [(r["status"], r["duplicate"]) for r in results] == [("accepted", False), ("accepted", True)]
+    assert PlayerValue.objects.get(window="all").value == 7
+
+
+@pytest.mark.parametrize("body", [{"matches": []}, {"matches": "x"}, {}, {"matches": [a_match()] * 1001}])
+def test_batch_envelope_errors_are_400(server: SignedClient, body) -> None:
+    assert_error(server.post(URL + "/batch", body), 400)
+    assert not Match.objects.exists()
