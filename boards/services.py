@@ -173,10 +173,10 @@ def _catch_up(since, board_ids: list[int]) -> int:
     return len(rows)
 
 
-def board_index_heal() -> int:
+def board_index_heal(*, grace_seconds: float | None = None) -> int:
     """Periodic: rebuild everything if Redis lost the index, then drain the outbox."""
     r = get_redis()
     if not r.exists(keys.built_marker()):
         log.warning("Board index marker missing (Redis restarted or flushed): rebuilding from Postgres")
         boards_rebuild()
-    return outbox_drain()
+    return outbox_drain(grace_seconds=grace_seconds)

@@ -1,1 +1,83 @@
-# Register your models here.
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from scores import services
+from scores.models import Board, Game, Match, Player, Result, Season, ServerKey
+
+
+class BoardInline(admin.TabularInline):
+    model = Board
+    extra = 0
+    fields = ("slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display")
+
+
+class SeasonInline(admin.TabularInline):
+    model = Season
+    extra = 0
+
+
+@admin.register(Game)
+class GameAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "reset_timezone", "created_at")
+    search_fields = ("slug", "name")
+    inlines = [BoardInline, SeasonInline]
+
+
+@admin.register(ServerKey)
+class ServerKeyAdmin(admin.ModelAdmin):
+    """Keys are created with `create_server_key` (the secret is shown once, there);
+    here they are listed and revoked."""
+
+    list_display = ("key_id", "name", "game", "scopes", "created_at", "revoked_at")
+    list_filter = ("game", "revoked_at")
+    search_fields = ("key_id", "name")
+    readonly_fields = ("game", "key_id", "created_at", "revoked_at", "scopes")
+    exclude = ("salt",)
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Revoke selected keys (refused from their next request)")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ServerKey]) -> None:
+        for key in queryset:
+            services.server_key_revoke(key=key)
+        self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
+
+
+class ResultInline(admin.TabularInline):
+    model = Result
+    extra = 0
+    can_delete = False
+    readonly_fields = ("player", "board", "score", "metadata")
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Match)
+class MatchAdmin(admin.ModelAdmin):
+    list_display = ("match_id", "game", "status", "ended_at", "received_at", "server_key")
+    list_filter = ("game", "status")
+    search_fields = ("match_id",)
+    date_hierarchy = "ended_at"
+    readonly_fields = ("game", "match_id", "ended_at", "body_hash", "status", "server_key", "received_at")
+    inlines = [ResultInline]
+    list_select_related = ("game", "server_key")
+    show_full_result_count = False  # a COUNT(*) over millions of matches on every page is not worth it
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # matches are voided (moderation), never deleted
+
+
+@admin.register(Player)
+class PlayerAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "display_name", "game", "created_at")
+    list_filter = ("game",)
+    search_fields = ("external_id", "display_name")
+    readonly_fields = ("game", "external_id", "created_at")
+    show_full_result_count = False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 CURRENT_WINDOWS = ("all", "daily", "weekly", "monthly", "season")
@@ -136,4 +136,6 @@ def bounds(window: str, tz: str, seasons: Iterable[SeasonSpan]) -> tuple[datetim
 
 
 def _local_midnight(day: date, zone: ZoneInfo) -> datetime:
-    return datetime(day.year, day.month, day.day, tzinfo=zone)
+    # As a UTC instant: arithmetic on datetimes sharing a tzinfo is wall-clock arithmetic,
+    # which would make a DST day look 24 hours long.
+    return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)

@@ -1,0 +1,93 @@
+"""A plain-Python reference model of ingest and ordering (contract sections 1, 4 and 6).
+
+It knows nothing of encodings, Redis or SQL: it keeps each player's value per board and
+window and orders by value, then the second the value was reached, then player id bytes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+
+@dataclass(frozen=True)
+class RefBoard:
+    slug: str
+    order: str  # desc | asc
+    mode: str  # best | total
+    min_score: int
+    max_score: int
+
+
+@dataclass(frozen=True)
+class RefSeason:
+    slug: str
+    starts_at: datetime
+    ends_at: datetime
+
+
+@dataclass
+class RefValue:
+    value: int
+    reached_at: datetime  # whole seconds count for ordering
+
+
+@dataclass
+class Reference:
+    boards: dict[str, RefBoard]
+    tz: str
+    seasons: list[RefSeason]
+    matches: dict[str, str] = field(default_factory=dict)  # match_id -> canonical body
+    values: dict[tuple[str, str, str], RefValue] = field(default_factory=dict)
+
+    def windows(self, ended_at: datetime) -> list[str]:
+        day = ended_at.astimezone(ZoneInfo(self.tz)).date()
+        iso = day.isocalendar()
+        out = ["all", f"daily:{day}", f"weekly:{iso.year}-W{iso.week:02d}", f"monthly:{day:%Y-%m}"]
+        out += [f"season:{s.slug}" for s in self.seasons if s.starts_at <= ended_at < s.ends_at]
+        return out
+
+    def submit(self, match: dict) -> int:
+        """Apply a match; return the HTTP status the contract promises."""
+        canonical = json.dumps(match, sort_keys=True)
+        if match["match_id"] in self.matches:
+            return 200 if self.matches[match["match_id"]] == canonical else 409
+        for r in match["results"]:
+            board = self.boards.get(r["board"])
+            if board is None or not board.min_score <= r["score"] <= board.max_score:
+                return 400
+        self.matches[match["match_id"]] = canonical
+        ended_at = datetime.fromisoformat(match["ended_at"])
+        for r in match["results"]:
+            board = self.boards[r["board"]]
+            for window in self.windows(ended_at):
+                self._apply(board, (board.slug, window, r["player"]), r["score"], ended_at)
+        return 201
+
+    def _apply(self, board: RefBoard, key: tuple[str, str, str], score: int, at: datetime) -> None:
+        current = self.values.get(key)
+        if current is None:
+            self.values[key] = RefValue(score, at)
+        elif board.mode == "total":
+            # reached when the last part that added something arrived; adding 0 changes nothing
+            if score > 0:
+                current.reached_at = max(current.reached_at, at) if current.value > 0 else at
+            elif current.value == 0:
+                current.reached_at = min(current.reached_at, at)
+            current.value += score
+        else:
+            better = score > current.value if board.order == "desc" else score < current.value
+            same_earlier = score == current.value and int(at.timestamp()) < int(current.reached_at.timestamp())
+            if better or same_earlier:
+                self.values[key] = RefValue(score, at)
+
+    def order(self, board_slug: str, window: str) -> list[str]:
+        board = self.boards[board_slug]
+        sign = -1 if board.order == "desc" else 1
+        rows = [(p, v) for (b, w, p), v in self.values.items() if b == board_slug and w == window]
+        rows.sort(key=lambda pv: (sign * pv[1].value, int(pv[1].reached_at.timestamp()), pv[0].encode()))
+        return [p for p, _ in rows]
+
+    def windows_with_values(self) -> set[tuple[str, str]]:
+        return {(b, w) for b, w, _ in self.values}

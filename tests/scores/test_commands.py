@@ -1,0 +1,144 @@
+"""Operator commands (contract section 2): apply_game_config and create_server_key."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from scores.models import Board, Game, Season, ServerKey
+from tests.conftest import SignedClient
+
+CONTRACT_EXAMPLE = """
+[game]
+slug = "chess"
+name = "Chess"
+reset_timezone = "UTC"
+
+[[boards]]
+slug = "rating"
+name = "Rating"
+order = "desc"
+mode = "best"
+windows = ["all", "daily", "weekly", "monthly", "season"]
+min_score = 0
+max_score = 10000000
+rank_display = "unique"
+
+[[seasons]]
+slug = "s1"
+name = "Season 1"
+starts_at = "2026-11-01T00:00:00Z"
+ends_at   = "2027-02-01T00:00:00Z"
+"""
+
+
+def apply(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "game.toml"
+    path.write_text(text)
+    out = StringIO()
+    call_command("apply_game_config", str(path), stdout=out)
+    return out.getvalue()
+
+
+def test_contract_example_applies_and_is_idempotent(transactional_db, tmp_path: Path) -> None:
+    first = apply(tmp_path, CONTRACT_EXAMPLE)
+    assert "created game chess" in first
+    board = Board.objects.get(game__slug="chess", slug="rating")
+    assert (board.order, board.mode, board.max_score, board.windows) == (
+        "desc",
+        "best",
+        10_000_000,
+        list(board.windows),
+    )
+    assert Season.objects.get(slug="s1").ends_at.year == 2027
+    snapshot = list(Board.objects.values()) + list(Game.objects.values()) + list(Season.objects.values())
+    second = apply(tmp_path, CONTRACT_EXAMPLE)
+    assert "unchanged" in second
+    assert list(Board.objects.values()) + list(Game.objects.values()) + list(Season.objects.values()) == snapshot
+
+
+def test_demo_file_applies(transactional_db) -> None:
+    out = StringIO()
+    call_command("apply_game_config", "games/demo.toml", stdout=out)
+    assert Board.objects.filter(game__slug="demo").count() == 3
+
+
+def test_update_changes_only_what_changed(transactional_db, tmp_path: Path) -> None:
+    apply(tmp_path, CONTRACT_EXAMPLE)
+    out = apply(tmp_path, CONTRACT_EXAMPLE.replace('name = "Rating"', 'name = "Elo"'))
+    assert "updated board rating: name" in out
+    assert Board.objects.get(slug="rating").name == "Elo"
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        (("max_score = 10000000", "max_score = 100000000"), "boards[0].max_score"),
+        (('reset_timezone = "UTC"', 'reset_timezone = "Mars/Olympus"'), "game.reset_timezone"),
+        (('order = "desc"', 'order = "sideways"'), "boards[0].order"),
+        (('windows = ["all", "daily", "weekly", "monthly", "season"]', 'windows = ["hourly"]'), "boards[0].windows"),
+        (('slug = "rating"', 'slug = "Rating!"'), "boards[0].slug"),
+        (("min_score = 0", 'min_score = "zero"'), "boards[0].min_score"),
+        (('rank_display = "unique"', 'rank_display = "unique"\ncolour = "red"'), "boards[0].colour"),
+        (('ends_at   = "2027-02-01T00:00:00Z"', 'ends_at   = "2026-10-01T00:00:00Z"'), "seasons[0].ends_at"),
+        (('starts_at = "2026-11-01T00:00:00Z"', 'starts_at = "2026-11-01"'), "seasons[0].starts_at"),
+        (('mode = "best"', 'mode = "total"\nmax_total = 99999999'), "boards[0].max_total"),
+        (("[game]", "[game"), "(file)"),
+    ],
+)
+def test_invalid_file_is_refused_whole_naming_the_key(transactional_db, tmp_path: Path, change, key) -> None:
+    text = CONTRACT_EXAMPLE.replace(*change)
+    with pytest.raises(CommandError) as err:
+        apply(tmp_path, text)
+    assert key in str(err.value)
+    assert not Game.objects.exists() and not Board.objects.exists()
+
+
+def test_bit_budget_refusal_says_why(transactional_db, tmp_path: Path) -> None:
+    with pytest.raises(CommandError) as err:
+        apply(tmp_path, CONTRACT_EXAMPLE.replace("max_score = 10000000", "max_score = 20000000"))
+    message = str(err.value)
+    assert "boards[0].max_score" in message and "bits" in message and "16,777,216" in message
+
+
+def test_changing_the_ranking_of_a_board_with_scores_is_refused(server: SignedClient, game, tmp_path: Path) -> None:
+    body = {
+        "match_id": "m",
+        "ended_at": "2026-11-28T00:00:00Z",
+        "results": [{"player": "p", "board": "rating", "score": 5}],
+    }
+    assert server.post("/api/v1/games/chess/matches", body).status_code == 201
+    with pytest.raises(CommandError) as err:
+        apply(tmp_path, CONTRACT_EXAMPLE.replace('order = "desc"', 'order = "asc"'))
+    assert "boards[0]" in str(err.value)
+    assert Board.objects.get(game=game, slug="rating").order == "desc"
+
+
+def test_create_server_key_prints_a_working_key(game) -> None:
+    out = StringIO()
+    call_command("create_server_key", "chess", "eu-1", stdout=out)
+    printed = json.loads(out.getvalue())
+    assert set(printed) == {"key_id", "secret"}
+    key = ServerKey.objects.get(key_id=printed["key_id"])
+    assert key.scopes == ["submit"] and key.name == "eu-1"
+    client = SignedClient(printed["key_id"], printed["secret"])
+    body = {
+        "match_id": "m",
+        "ended_at": "2026-11-28T00:00:00Z",
+        "results": [{"player": "p", "board": "rating", "score": 5}],
+    }
+    assert client.post("/api/v1/games/chess/matches", body).status_code == 201
+
+
+def test_create_server_key_with_scopes_and_errors(game) -> None:
+    out = StringIO()
+    call_command("create_server_key", "chess", "mod", "--scopes", "submit,moderate", stdout=out)
+    assert ServerKey.objects.get(key_id=json.loads(out.getvalue())["key_id"]).scopes == ["moderate", "submit"]
+    with pytest.raises(CommandError):
+        call_command("create_server_key", "nope", "x", stdout=StringIO())
+    with pytest.raises(CommandError):
+        call_command("create_server_key", "chess", "x", "--scopes", "admin", stdout=StringIO())

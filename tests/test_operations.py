@@ -1,0 +1,30 @@
+"""Contract section 11: health and the OpenAPI schema."""
+
+from __future__ import annotations
+
+from django.test import Client
+
+
+def test_healthz_ok(transactional_db) -> None:
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"postgres": "ok", "redis": "ok"}
+
+
+def test_schema_describes_the_ingest_endpoints(transactional_db) -> None:
+    response = Client().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "/api/v1/games/{game}/matches" in text and "/api/v1/games/{game}/matches/batch" in text
+    assert "openapi: 3" in text or '"openapi": "3' in text
+
+
+def test_docs_page_renders(transactional_db) -> None:
+    response = Client().get("/api/docs/")
+    assert response.status_code == 200 and b"swagger" in response.content.lower()
+
+
+def test_unknown_path_uses_the_error_body(transactional_db) -> None:
+    response = Client().get("/api/v1/nothing-here")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
