@@ -1,59 +1,264 @@
-"""Reads of the sorted sets.
+"""Reads of the boards, in the contract's order (section 6).
 
 Redis orders equal scores by member bytes (player primary keys), but the contract's last
 tie-break is the player id's byte order. Members with an identical encoded score are rare
-(same value reached in the same second), so the fix is applied only to those groups: the
-page is widened to whole groups at its edges and sorted by (encoded desc, player id)."""
+(same value reached in the same second), so each read widens its page to whole groups of
+identical scores at the edges (page.lua does this in the same round trip) and sorts the
+union by (encoded desc, player id bytes).
+
+When Redis is unreachable, top and player reads come from Postgres in the same order and
+say so (`degraded`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
 
 from boards import keys
-from boards.redis import get_redis
-from scores.models import Player
+from boards.redis import REDIS_DOWN, get_redis
+from boards.scripts import script
+from scores import encoding, selectors
+from scores.selectors import BoardConfig, DurableSlice, Profile
+
+GROUP_CAP = 10_000  # members fetched per group of identical scores (see docs/reads.md)
+PROFILE_TTL = 300  # seconds a display name may lag behind a change
+PLAYER_ID_TTL = 24 * 3600
+FRIENDS_TTL = 60
 
 
 @dataclass(frozen=True)
-class RankedEntry:
-    position: int  # 0-based position in the section 6 order
+class Entry:
+    position: int  # 0-based, in the contract's order
+    rank: int  # as displayed: position + 1, or the competition rank on shared boards
     player_id: int
     external_id: str
     display_name: str
+    value: int
     encoded: int
+    metadata: dict[str, Any] | None
 
 
-def _players(ids: set[int]) -> dict[int, tuple[str, str]]:
-    return {
-        pk: (ext, name)
-        for pk, ext, name in Player.objects.filter(pk__in=ids).values_list("pk", "external_id", "display_name")
-    }
+@dataclass(frozen=True)
+class Page:
+    window: str
+    total: int
+    entries: list[Entry]
+    degraded: bool = False
+
+
+@dataclass(frozen=True)
+class Standing:
+    window: str
+    total: int
+    me: Entry | None
+    percentile: float | None
+    around: list[Entry]
+    degraded: bool = False
+
+
+@dataclass(frozen=True)
+class FriendEntry:
+    rank: int  # among the player and their friends
+    board_rank: int
+    entry: Entry
+
+
+@dataclass
+class _Slice:
+    """A contiguous run of the board in contract order, as read from Redis or Postgres."""
+
+    total: int
+    start: int
+    rows: list[tuple[int, int]]  # (pk, encoded)
+    better: dict[int, int]
+    profiles: dict[int, Profile]
+
+
+# --- cached lookups -----------------------------------------------------------------------
+
+
+def player_pk(game_id: int, external_id: str) -> int | None:
+    """A player's primary key (immutable once created, so cached long)."""
+    key = f"pid:{game_id}:{external_id}"
+    pk = cache.get(key)
+    if pk is None:
+        pk = selectors.player_pk(game_id, external_id)
+        if pk is not None:
+            cache.set(key, pk, PLAYER_ID_TTL)
+    return pk
+
+
+def friend_pks(pk: int) -> list[int]:
+    key = f"friends:{pk}"
+    found = cache.get(key)
+    if found is None:
+        found = selectors.friend_pks(pk)
+        cache.set(key, found, FRIENDS_TTL)
+    return found
+
+
+def friends_cache_forget(player_ids: list[int]) -> None:
+    cache.delete_many([f"friends:{pk}" for pk in player_ids])
+
+
+def _profiles(board: BoardConfig, window: str, members: dict[int, int]) -> dict[int, Profile]:
+    """Profiles for a page at once: the shared cache first, one Postgres query for the rest.
+
+    Cache keys include the encoded score, so a new value (with new metadata) is a new key."""
+    cache_keys = {pk: f"pv:{board.id}:{window}:{pk}:{encoded}" for pk, encoded in members.items()}
+    cached = cache.get_many(list(cache_keys.values()))
+    found = {pk: cached[k] for pk, k in cache_keys.items() if k in cached}
+    missing = [pk for pk in members if pk not in found]
+    if missing:
+        loaded = selectors.profiles(board.id, window, missing)
+        found.update(loaded)
+        cache.set_many({cache_keys[pk]: p for pk, p in loaded.items() if p.encoded == members[pk]}, timeout=PROFILE_TTL)
+    return found
+
+
+# --- assembling entries -------------------------------------------------------------------
+
+
+def _entry(board: BoardConfig, position: int, pk: int, encoded: int, s: _Slice) -> Entry:
+    profile = s.profiles[pk]
+    value = encoding.decode_value(board, encoded)
+    rank = s.better[encoded >> encoding.TIME_BITS] + 1 if board.rank_display == "shared" else position + 1
+    return Entry(position, rank, pk, profile.external_id, profile.display_name, value, encoded, profile.metadata)
+
+
+def _entries(board: BoardConfig, s: _Slice, start: int, stop: int) -> list[Entry]:
+    return [
+        _entry(board, s.start + i, pk, encoded, s)
+        for i, (pk, encoded) in enumerate(s.rows)
+        if start <= s.start + i <= stop
+    ]
+
+
+def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
+    total, above_first, page, edges, better, _ = reply
+    members: dict[int, int] = {}
+    for flat in (page, edges):
+        for i in range(0, len(flat), 2):
+            members[int(flat[i])] = int(float(flat[i + 1]))
+    profiles = _profiles(board, window, members) if members else {}
+    rows = sorted(members.items(), key=lambda kv: (-kv[1], profiles[kv[0]].external_id.encode()))
+    return _Slice(
+        total=int(total),
+        start=int(above_first),
+        rows=rows,
+        better={int(better[i]): int(better[i + 1]) for i in range(0, len(better), 2)},
+        profiles=profiles,
+    )
+
+
+def _from_postgres(s: DurableSlice) -> _Slice:
+    return _Slice(total=s.total, start=s.start, rows=s.rows, better=s.better, profiles=s.profiles)
+
+
+def _page_script(board: BoardConfig, window: str, *args: Any) -> list[Any]:
+    r = get_redis()
+    return script("page")(
+        keys=[keys.board_key(board.id, window)],
+        args=[*args, encoding.TIME_SPAN, GROUP_CAP],
+        client=r,
+    )
+
+
+# --- public reads ---------------------------------------------------------------------------
+
+
+def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> Page:
+    stop = offset + limit - 1
+    try:
+        s = _from_redis(board, window, _page_script(board, window, "range", offset, stop))
+        degraded = False
+    except REDIS_DOWN:
+        s, degraded = _from_postgres(selectors.durable_range(board, window, offset, stop)), True
+    return Page(window=window, total=s.total, entries=_entries(board, s, offset, stop), degraded=degraded)
+
+
+def board_range(board: BoardConfig, window: str, start: int, stop: int) -> list[Entry]:
+    return board_top(board, window, start, stop - start + 1).entries
+
+
+def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> Standing:
+    try:
+        reply = _page_script(board, window, "member", pk, around)
+        if reply[5] is None or reply[5] is False:
+            return Standing(window, int(reply[0]), None, None, [])
+        s = _from_redis(board, window, reply)
+        degraded = False
+        position = next(s.start + i for i, (member, _) in enumerate(s.rows) if member == pk)
+    except REDIS_DOWN:
+        position = selectors.durable_position(board, window, pk)
+        lo = max(0, (position or 0) - around)
+        s = _from_postgres(selectors.durable_range(board, window, lo, (position or 0) + around))
+        degraded = True
+        if position is None:
+            return Standing(window, s.total, None, None, [], degraded=True)
+    entries = _entries(board, s, position - around, position + around)
+    me = next(e for e in entries if e.player_id == pk)
+    better = s.better[me.encoded >> encoding.TIME_BITS]
+    percentile = math.floor((s.total - better) * 10000 / s.total) / 100
+    return Standing(window, s.total, me, percentile, entries, degraded)
+
+
+@dataclass(frozen=True)
+class FriendsBoard:
+    window: str
+    entries: list[FriendEntry]
+    degraded: bool = False
+
+
+def _friends_from_redis(
+    board: BoardConfig, window: str, members: list[int]
+) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
+    reply = script("friends")(
+        keys=[keys.board_key(board.id, window)], args=[encoding.TIME_SPAN, GROUP_CAP, *members], client=get_redis()
+    )
+    found: dict[int, tuple[int, int, int, list[int]]] = {}
+    for i in range(0, len(reply), 5):
+        member, score, above, better, group = reply[i : i + 5]
+        found[int(member)] = (int(float(score)), int(above), int(better), [int(g) for g in group])
+    wanted = {m: encoded for m, (encoded, *_) in found.items()}
+    for encoded, _, _, group in found.values():
+        for g in group:
+            wanted.setdefault(g, encoded)
+    profiles = _profiles(board, window, wanted) if wanted else {}
+    standings = {}
+    for m, (encoded, above, better, group) in found.items():
+        mine = profiles[m].external_id.encode()
+        tied_before = sum(1 for g in group if profiles[g].external_id.encode() < mine)
+        standings[m] = (encoded, above + tied_before, better)
+    return standings, profiles
+
+
+def friends_board(board: BoardConfig, window: str, pk: int) -> FriendsBoard:
+    """The player and their friends with a score in the window, ordered as on the board."""
+    members = [pk, *friend_pks(pk)]
+    try:
+        standings, profiles = _friends_from_redis(board, window, members)
+        degraded = False
+    except REDIS_DOWN:
+        standings, profiles = selectors.durable_standings(board, window, members)
+        degraded = True
+    ordered = sorted(standings, key=lambda m: standings[m][1])
+    shared = board.rank_display == "shared"
+    out: list[FriendEntry] = []
+    for i, m in enumerate(ordered):
+        encoded, position, better = standings[m]
+        part = encoded >> encoding.TIME_BITS
+        rank = 1 + sum(1 for o in ordered if standings[o][0] >> encoding.TIME_BITS > part) if shared else i + 1
+        board_rank = better + 1 if shared else position + 1
+        p = profiles[m]
+        value = encoding.decode_value(board, encoded)
+        entry = Entry(position, board_rank, m, p.external_id, p.display_name, value, encoded, p.metadata)
+        out.append(FriendEntry(rank=rank, board_rank=board_rank, entry=entry))
+    return FriendsBoard(window, out, degraded)
 
 
 def board_size(board_id: int, window: str) -> int:
     return get_redis().zcard(keys.board_key(board_id, window))
-
-
-def board_range(board_id: int, window: str, start: int, stop: int) -> list[RankedEntry]:
-    """Entries at 0-based positions start..stop (inclusive), in the contract's order."""
-    r = get_redis()
-    key = keys.board_key(board_id, window)
-    page = r.zrevrange(key, start, stop, withscores=True)
-    if not page:
-        return []
-    edge_scores = {page[0][1], page[-1][1]}
-    pipe = r.pipeline(transaction=False)
-    for score in edge_scores:
-        pipe.zrangebyscore(key, score, score, withscores=True)
-    pipe.zcount(key, f"({page[0][1]!r}", "+inf")
-    *groups, above_first = pipe.execute()
-    members = {int(m): int(s) for m, s in page}
-    for group in groups:
-        members.update({int(m): int(s) for m, s in group})
-    players = _players(set(members))
-    ordered = sorted(members.items(), key=lambda kv: (-kv[1], players[kv[0]][0].encode()))
-    return [
-        RankedEntry(above_first + i, pk, players[pk][0], players[pk][1], encoded)
-        for i, (pk, encoded) in enumerate(ordered)
-        if start <= above_first + i <= stop
-    ]

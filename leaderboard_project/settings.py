@@ -134,6 +134,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "leaderboard_project.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_RATES": {
+        # player reads (rank, friends) per player token or signed-in user, and per client address
+        "player_reads": os.environ.get("THROTTLE_PLAYER_READS", "120/min"),
+        "address_reads": os.environ.get("THROTTLE_ADDRESS_READS", "1200/min"),
+    },
 }
 
 SPECTACULAR_SETTINGS = {
@@ -145,6 +150,8 @@ SPECTACULAR_SETTINGS = {
 
 # Contract section 3: signatures older or newer than this are refused.
 SIGNATURE_MAX_SKEW_SECONDS = 300
+# Contract section 7: how long a player's bearer token lives.
+PLAYER_TOKEN_TTL_SECONDS = int(os.environ.get("PLAYER_TOKEN_TTL_SECONDS", str(24 * 3600)))
 # Contract section 4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +16,7 @@ from rest_framework.views import APIView
 from leaderboard_project.errors import ApiError, NotFound, error_body, flatten_detail
 from scores import services
 from scores.auth import ServerKeyAuthentication, server_key_permission
-from scores.models import PLAYER_RE, SLUG_RE
+from scores.models import PLAYER_RE, SLUG_RE, Player
 from scores.selectors import game_get
 
 MAX_METADATA_BYTES = 1024
@@ -183,3 +184,52 @@ def _item(match_id: str | None, status_: str, duplicate: bool = False, error: Ap
     if error is not None:
         item["error"] = error_body(error.code, error.message)["error"]
     return item
+
+
+# --- players: tokens and friends (contract sections 5 and 7) ---------------------------------
+
+
+class TokenOutSerializer(serializers.Serializer):
+    token = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+
+class FriendsInSerializer(serializers.Serializer):
+    friends = serializers.ListField(
+        child=serializers.RegexField(PLAYER_RE, max_length=64), max_length=services.MAX_FRIENDS
+    )
+
+
+class FriendsOutSerializer(serializers.Serializer):
+    friends = serializers.ListField(child=serializers.CharField())
+
+
+class PlayerTokenApi(ServerApiView):
+    @extend_schema(
+        operation_id="players_token",
+        request=None,
+        responses={200: TokenOutSerializer, 404: ErrorBodySerializer, **ERRORS},
+        summary="A bearer token with which the game client reads as this player",
+    )
+    def post(self, request: Request, game: str, player: str) -> Response:
+        found = Player.objects.filter(game=self.game(), external_id=player).first()
+        if found is None:
+            raise NotFound(f"unknown player {player!r}", code="unknown_player")
+        token, expires_at = services.player_token_issue(player=found)
+        return Response(TokenOutSerializer({"token": token, "expires_at": expires_at}).data)
+
+
+class FriendsApi(ServerApiView):
+    @extend_schema(
+        operation_id="players_friends_replace",
+        request=FriendsInSerializer,
+        responses={200: FriendsOutSerializer, **ERRORS},
+        summary="Replace a player's friend list (mutual, at most 1000)",
+    )
+    def put(self, request: Request, game: str, player: str) -> Response:
+        if not re.match(PLAYER_RE, player):
+            raise ApiError(f"{player!r} is not a valid player id", code="invalid_player")
+        body = FriendsInSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        friends = services.friends_replace(game=self.game(), player_id=player, friends=body.validated_data["friends"])
+        return Response(FriendsOutSerializer({"friends": friends}).data)

@@ -10,8 +10,10 @@ import hashlib
 import hmac
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
+from django.core import signing
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
@@ -107,3 +109,48 @@ def server_key_permission(scope: str) -> type[BasePermission]:
 
     HasServerScope.__name__ = f"HasServerScope_{scope}"
     return HasServerScope
+
+
+# --- player bearer tokens (contract section 7) ---------------------------------------------
+
+_TOKEN_SALT = "leaderboard.player-token.v1"
+
+
+def make_player_token(game_id: int, player_pk: int, expires_at: datetime) -> str:
+    """A signed, self-contained token: checking it needs no database read."""
+    return signing.dumps({"g": game_id, "p": player_pk, "e": int(expires_at.timestamp())}, salt=_TOKEN_SALT)
+
+
+@dataclass(frozen=True)
+class PlayerPrincipal:
+    """request.user for a player's bearer token."""
+
+    game_id: int
+    player_pk: int
+    is_authenticated: bool = True
+    is_staff: bool = False
+
+
+def player_from_token(token: str) -> PlayerPrincipal | None:
+    try:
+        data = signing.loads(token, salt=_TOKEN_SALT)
+    except signing.BadSignature:
+        return None
+    if not isinstance(data, dict) or data.get("e", 0) < time.time():
+        return None
+    return PlayerPrincipal(game_id=int(data["g"]), player_pk=int(data["p"]))
+
+
+class PlayerTokenAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[PlayerPrincipal, str] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header.startswith("Bearer "):
+            return None
+        token = header[len("Bearer ") :].strip()
+        principal = player_from_token(token)
+        if principal is None:
+            raise exceptions.AuthenticationFailed("the bearer token is invalid or expired")
+        return principal, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="leaderboard"'

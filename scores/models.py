@@ -181,3 +181,19 @@ class BoardOutbox(models.Model):
 
     def __str__(self) -> str:
         return f"outbox {self.pk} ({len(self.entries)} values)"
+
+
+class Friendship(models.Model):
+    """One direction of a mutual friendship; both directions are always stored."""
+
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="friendships")
+    friend = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["player", "friend"], name="friendship_unique"),
+            models.CheckConstraint(condition=~models.Q(player=models.F("friend")), name="friendship_not_self"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player_id} ~ {self.friend_id}"

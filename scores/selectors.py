@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from dataclasses import dataclass
+from typing import Any
 
-from scores.models import Board, Game, Season
+from django.db import connection
+from django.db.models.signals import post_delete, post_save
+
+from scores import encoding
+from scores.models import Board, Friendship, Game, Player, Season
 from scores.windows import SeasonSpan
 
 
@@ -27,3 +35,223 @@ def season_spans(game_id: int) -> tuple[SeasonSpan, ...]:
 def game_config(game: Game) -> GameConfig:
     boards = {b.slug: b for b in Board.objects.filter(game=game)}
     return GameConfig(game=game, boards=boards, seasons=season_spans(game.id))
+
+
+# --- board configuration for readers, cached in-process -----------------------------------
+
+
+@dataclass(frozen=True)
+class BoardConfig:
+    """What a reader needs to know about a board (immutable, safe to cache)."""
+
+    id: int
+    slug: str
+    name: str
+    game_id: int
+    game_slug: str
+    reset_timezone: str
+    order: str
+    mode: str
+    windows: tuple[str, ...]
+    min_score: int
+    max_score: int
+    max_total: int | None
+    rank_display: str
+    seasons: tuple[SeasonSpan, ...]
+
+
+_CONFIG_TTL = 5.0  # seconds: how long an edited game config may take to reach readers
+_config_cache: dict[str, tuple[float, dict[str, BoardConfig] | None, Game | None]] = {}
+_config_lock = threading.Lock()
+
+
+def _load_game(slug: str) -> tuple[dict[str, BoardConfig] | None, Game | None]:
+    game = game_get(slug)
+    if game is None:
+        return None, None
+    seasons = season_spans(game.id)
+    boards = {
+        b.slug: BoardConfig(
+            id=b.id,
+            slug=b.slug,
+            name=b.name,
+            game_id=game.id,
+            game_slug=game.slug,
+            reset_timezone=game.reset_timezone,
+            order=b.order,
+            mode=b.mode,
+            windows=tuple(b.windows),
+            min_score=b.min_score,
+            max_score=b.max_score,
+            max_total=b.max_total,
+            rank_display=b.rank_display,
+            seasons=seasons,
+        )
+        for b in Board.objects.filter(game=game).order_by("id")
+    }
+    return boards, game
+
+
+def cached_game(slug: str) -> tuple[Game | None, dict[str, BoardConfig]]:
+    """The game and its boards, re-read from Postgres at most every few seconds."""
+    now = time.monotonic()
+    hit = _config_cache.get(slug)
+    if hit is None or now - hit[0] > _CONFIG_TTL:
+        boards, game = _load_game(slug)
+        with _config_lock:
+            _config_cache[slug] = (now, boards, game)
+        hit = _config_cache[slug]
+    return hit[2], hit[1] or {}
+
+
+def cached_board(game_slug: str, board_slug: str) -> BoardConfig | None:
+    return cached_game(game_slug)[1].get(board_slug)
+
+
+def config_cache_clear(**kwargs: Any) -> None:
+    with _config_lock:
+        _config_cache.clear()
+
+
+for _model in (Game, Board, Season):
+    post_save.connect(config_cache_clear, sender=_model, dispatch_uid=f"config-cache-{_model.__name__}-save")
+    post_delete.connect(config_cache_clear, sender=_model, dispatch_uid=f"config-cache-{_model.__name__}-delete")
+
+
+# --- players --------------------------------------------------------------------------------
+
+
+def player_pk(game_id: int, external_id: str) -> int | None:
+    return Player.objects.filter(game_id=game_id, external_id=external_id).values_list("pk", flat=True).first()
+
+
+def friend_pks(player_pk_: int) -> list[int]:
+    return list(Friendship.objects.filter(player_id=player_pk_).values_list("friend_id", flat=True))
+
+
+@dataclass(frozen=True)
+class Profile:
+    external_id: str
+    display_name: str
+    metadata: dict[str, Any] | None
+    encoded: int | None  # the value Postgres holds for this board window, if any
+
+
+def profiles(board_id: int, window: str, pks: list[int]) -> dict[int, Profile]:
+    """Players with their value's metadata on one board window, in one query."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT p.id, p.external_id, p.display_name, pv.metadata, pv.encoded
+            FROM scores_player p
+            LEFT JOIN scores_playervalue pv ON pv.player_id = p.id AND pv.board_id = %s AND pv."window" = %s
+            WHERE p.id = ANY(%s)
+            """,
+            [board_id, window, pks],
+        )
+        return {pk: Profile(ext, name, _json(meta), enc) for pk, ext, name, meta, enc in cur.fetchall()}
+
+
+def _json(value: Any) -> Any:
+    # Django has psycopg hand jsonb to raw cursors as text (its JSONField decodes it).
+    return json.loads(value) if isinstance(value, str) else value
+
+
+# --- the durable order, for readers when Redis is unreachable ------------------------------
+
+_ORDER = 'pv.encoded DESC, p.external_id COLLATE "C"'
+
+
+@dataclass(frozen=True)
+class DurableSlice:
+    total: int
+    start: int  # 0-based position of rows[0]
+    rows: list[tuple[int, int]]  # (player pk, encoded) in contract order
+    better: dict[int, int]  # value part -> players with a strictly better value
+    profiles: dict[int, Profile]
+
+
+def _slice(board: BoardConfig, window: str, start: int, count: int) -> DurableSlice:
+    with connection.cursor() as cur:
+        cur.execute('SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s', [board.id, window])
+        total = cur.fetchone()[0]
+        cur.execute(
+            f"""
+            SELECT pv.player_id, pv.encoded, p.external_id, p.display_name, pv.metadata
+            FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+            WHERE pv.board_id = %s AND pv."window" = %s ORDER BY {_ORDER} OFFSET %s LIMIT %s
+            """,
+            [board.id, window, start, count],
+        )
+        fetched = cur.fetchall()
+        parts = sorted({e >> encoding.TIME_BITS for _, e, *_ in fetched})
+        better = {}
+        for part in parts:
+            cur.execute(
+                'SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND encoded >= %s',
+                [board.id, window, (part + 1) << encoding.TIME_BITS],
+            )
+            better[part] = cur.fetchone()[0]
+    return DurableSlice(
+        total=total,
+        start=start,
+        rows=[(pk, e) for pk, e, *_ in fetched],
+        better=better,
+        profiles={pk: Profile(ext, name, _json(meta), e) for pk, e, ext, name, meta in fetched},
+    )
+
+
+def durable_range(board: BoardConfig, window: str, start: int, stop: int) -> DurableSlice:
+    return _slice(board, window, start, stop - start + 1)
+
+
+def durable_position(board: BoardConfig, window: str, pk: int) -> int | None:
+    """0-based position of a player in the contract order, or None if unranked."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT count(*) FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id,
+                (SELECT pv2.encoded, p2.external_id FROM scores_playervalue pv2 JOIN scores_player p2 ON p2.id = pv2.player_id
+                 WHERE pv2.board_id = %s AND pv2."window" = %s AND pv2.player_id = %s) me
+            WHERE pv.board_id = %s AND pv."window" = %s
+              AND (pv.encoded > me.encoded OR (pv.encoded = me.encoded AND p.external_id COLLATE "C" < me.external_id COLLATE "C"))
+            """,
+            [board.id, window, pk, board.id, window],
+        )
+        ahead = cur.fetchone()[0]
+        cur.execute(
+            'SELECT 1 FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND player_id = %s',
+            [board.id, window, pk],
+        )
+        return ahead if cur.fetchone() else None
+
+
+def durable_standings(
+    board: BoardConfig, window: str, pks: list[int]
+) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
+    """{pk: (encoded, 0-based position, players with a strictly better value)} for the
+    players among pks who have a value in the window, with their profiles."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""
+            WITH me AS (
+                SELECT pv.player_id, pv.encoded, pv.metadata, p.external_id, p.display_name
+                FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+                WHERE pv.board_id = %(b)s AND pv."window" = %(w)s AND pv.player_id = ANY(%(pks)s)
+            )
+            SELECT me.player_id, me.encoded, me.external_id, me.display_name, me.metadata,
+                (SELECT count(*) FROM scores_playervalue x
+                 WHERE x.board_id = %(b)s AND x."window" = %(w)s AND x.encoded > me.encoded)
+                + (SELECT count(*) FROM scores_playervalue x JOIN scores_player px ON px.id = x.player_id
+                   WHERE x.board_id = %(b)s AND x."window" = %(w)s AND x.encoded = me.encoded
+                     AND px.external_id COLLATE "C" < me.external_id COLLATE "C"),
+                (SELECT count(*) FROM scores_playervalue x
+                 WHERE x.board_id = %(b)s AND x."window" = %(w)s AND x.encoded >= ((me.encoded >> {encoding.TIME_BITS}) + 1) << {encoding.TIME_BITS})
+            FROM me
+            """,
+            {"b": board.id, "w": window, "pks": pks},
+        )
+        rows = cur.fetchall()
+    standings = {pk: (enc, pos, better) for pk, enc, _, _, _, pos, better in rows}
+    found = {pk: Profile(ext, name, _json(meta), enc) for pk, enc, ext, name, meta, _, _ in rows}
+    return standings, found

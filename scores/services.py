@@ -22,15 +22,16 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from leaderboard_project.errors import ApiError, Conflict
 from scores import encoding
-from scores.auth import server_key_secret
+from scores.auth import make_player_token, server_key_secret
 from scores.config import ConfigError, GameSpec
-from scores.models import Board, BoardOutbox, Game, PlayerValue, Season, ServerKey
+from scores.models import Board, BoardOutbox, Friendship, Game, Player, PlayerValue, Season, ServerKey
 from scores.selectors import GameConfig, game_config
-from scores.signals import score_accepted
+from scores.signals import friends_changed, score_accepted
 from scores.windows import windows_for
 
 
@@ -206,14 +207,8 @@ def _matches_existing(game: Game, match_ids: list[str]) -> dict[str, tuple[str, 
         return {mid: (digest, status) for mid, digest, status in cur.fetchall()}
 
 
-def _players_upsert(game: Game, matches: list[tuple[int, MatchIn]]) -> dict[str, int]:
-    names: dict[str, str] = {}
-    for _, match in matches:
-        for r in match.results:
-            if r.display_name:
-                names[r.player] = r.display_name
-            else:
-                names.setdefault(r.player, "")
+def _players_upsert(game: Game, names: dict[str, str]) -> dict[str, int]:
+    """Create missing players, set new display names; return {external_id: pk}."""
     ids = sorted(names)
     with connection.cursor() as cur:
         # Existing players are only touched when a new display name arrives.
@@ -234,8 +229,19 @@ def _players_upsert(game: Game, matches: list[tuple[int, MatchIn]]) -> dict[str,
         return dict(cur.fetchall())
 
 
+def _display_names(matches: list[tuple[int, MatchIn]]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for _, match in matches:
+        for r in match.results:
+            if r.display_name:
+                names[r.player] = r.display_name
+            else:
+                names.setdefault(r.player, "")
+    return names
+
+
 def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]]) -> None:
-    player_ids = _players_upsert(config.game, matches)
+    player_ids = _players_upsert(config.game, _display_names(matches))
     rows: list[tuple[int, int, int, int, str | None]] = []
     # (board_id, window, player_id) -> aggregated value of this request
     values: dict[tuple[int, str, int], _Value] = {}
@@ -463,3 +469,45 @@ def _update_fields(obj: Any, fields: dict[str, Any], label: str) -> list[str]:
         setattr(obj, name, fields[name])
     obj.save(update_fields=changed)
     return [f"updated {label}: {', '.join(changed)}"]
+
+
+# --- players: tokens and friends ---------------------------------------------------------
+
+MAX_FRIENDS = 1000
+
+
+def player_token_issue(*, player: Player) -> tuple[str, datetime]:
+    """A bearer token with which the game client reads as this player (contract section 7)."""
+    expires_at = timezone.now() + timedelta(seconds=settings.PLAYER_TOKEN_TTL_SECONDS)
+    return make_player_token(player.game_id, player.pk, expires_at), expires_at
+
+
+def friends_replace(*, game: Game, player_id: str, friends: Sequence[str]) -> list[str]:
+    """Replace a player's friend list. Friendship is mutual: dropping B from A's list also
+    drops A from B's. Friends who have not played yet are created as players."""
+    wanted = sorted(set(friends))
+    if player_id in wanted:
+        raise ApiError("a player cannot be their own friend", code="invalid_body")
+    if len(wanted) > MAX_FRIENDS:
+        raise ApiError(f"at most {MAX_FRIENDS} friends", code="invalid_body")
+    with transaction.atomic():
+        ids = _players_upsert(game, {p: "" for p in [player_id, *wanted]})
+        me = ids[player_id]
+        Player.objects.select_for_update().filter(pk=me).first()  # one replace per player at a time
+        new = {ids[f] for f in wanted}
+        old = set(Friendship.objects.filter(player_id=me).values_list("friend_id", flat=True))
+        removed, added = old - new, new - old
+        if removed:
+            Friendship.objects.filter(
+                Q(player_id=me, friend_id__in=removed) | Q(player_id__in=removed, friend_id=me)
+            ).delete()
+        if added:
+            Friendship.objects.bulk_create(
+                [Friendship(player_id=me, friend_id=f) for f in sorted(added)]
+                + [Friendship(player_id=f, friend_id=me) for f in sorted(added)],
+                ignore_conflicts=True,
+            )
+        touched = sorted({me, *removed, *added})
+        if removed or added:
+            transaction.on_commit(lambda: friends_changed.send(sender=Friendship, player_ids=touched))
+    return wanted

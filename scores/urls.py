@@ -5,4 +5,6 @@ from scores import api
 urlpatterns = [
     path("games/<str:game>/matches", api.MatchSubmitApi.as_view(), name="matches-submit"),
     path("games/<str:game>/matches/batch", api.MatchBatchApi.as_view(), name="matches-batch"),
+    path("games/<str:game>/players/<str:player>/token", api.PlayerTokenApi.as_view(), name="players-token"),
+    path("games/<str:game>/players/<str:player>/friends", api.FriendsApi.as_view(), name="players-friends"),
 ]

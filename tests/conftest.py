@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from boards.api import TopApi
 from boards.redis import get_redis
 from scores.auth import sign
+from scores.selectors import config_cache_clear
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 
 
@@ -18,6 +20,8 @@ def redis_clean() -> Iterator[None]:
     r = get_redis()
     assert r.connection_pool.connection_kwargs.get("db", 0) != 0 or r.dbsize() == 0, "refusing to flush Redis db 0"
     r.flushdb()
+    TopApi._local.clear()
+    config_cache_clear()
     yield
 
 

@@ -91,3 +91,45 @@ class Reference:
 
     def windows_with_values(self) -> set[tuple[str, str]]:
         return {(b, w) for b, w, _ in self.values}
+
+    # --- reads (contract sections 5 and 6) ---------------------------------------------
+
+    def ranks(self, board_slug: str, window: str, shared: bool) -> list[tuple[int, str, int]]:
+        """(displayed rank, player, value) in board order."""
+        out: list[tuple[int, str, int]] = []
+        for i, player in enumerate(self.order(board_slug, window)):
+            value = self.values[(board_slug, window, player)].value
+            if shared and out and out[-1][2] == value:
+                rank = out[-1][0]
+            else:
+                rank = i + 1
+            out.append((rank, player, value))
+        return out
+
+    def standing(self, board_slug: str, window: str, player: str, around: int, shared: bool) -> dict:
+        ranks = self.ranks(board_slug, window, shared)
+        players = [p for _, p, _ in ranks]
+        if player not in players:
+            return {"rank": None, "score": None, "total": len(ranks), "percentile": None, "around": []}
+        i = players.index(player)
+        rank, _, value = ranks[i]
+        board = self.boards[board_slug]
+        better = sum(1 for _, _, v in ranks if (v > value if board.order == "desc" else v < value))
+        percentile = int((len(ranks) - better) * 10000 / len(ranks)) / 100
+        return {
+            "rank": rank,
+            "score": value,
+            "total": len(ranks),
+            "percentile": percentile,
+            "around": ranks[max(0, i - around) : i + around + 1],
+        }
+
+    def friends_board(self, board_slug: str, window: str, player: str, friends: set[str], shared: bool) -> list:
+        """(rank among friends, board rank, player, value)."""
+        ranks = self.ranks(board_slug, window, shared)
+        mine = [(r, p, v) for r, p, v in ranks if p == player or p in friends]
+        out = []
+        for i, (board_rank, p, v) in enumerate(mine):
+            rank = out[-1][0] if shared and out and out[-1][3] == v else i + 1
+            out.append((rank, board_rank, p, v))
+        return out

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from boards import keys, selectors
 from boards.redis import get_redis
 from scores.models import Board, Game, PlayerValue
+from scores.selectors import cached_board
 from tests.conftest import SignedClient
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 from tests.reference import RefBoard, Reference, RefSeason
@@ -66,7 +67,8 @@ def world(transactional_db):
 def _reset(game: Game) -> None:
     with connection.cursor() as cur:
         cur.execute(
-            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_player, scores_boardoutbox RESTART IDENTITY"
+            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, scores_boardoutbox "
+            "RESTART IDENTITY"
         )
     get_redis().flushdb()
 
@@ -112,7 +114,7 @@ def test_service_matches_reference_model(world, ops) -> None:
     for board_slug, window in ref.windows_with_values():
         board = boards[board_slug]
         want = ref.order(board_slug, window)
-        in_redis = selectors.board_range(board.id, window, 0, len(want) + 5)
+        in_redis = selectors.board_range(cached_board("prop", board_slug), window, 0, len(want) + 5)
         assert [e.external_id for e in in_redis] == want, (board_slug, window)
         assert [e.position for e in in_redis] == list(range(len(want)))
         assert r.zcard(keys.board_key(board.id, window)) == len(want)
@@ -135,9 +137,9 @@ def test_any_page_of_a_board_is_a_slice_of_the_full_order(world, offsets, data) 
     _reset(game)
     results = [{"player": f"p{i:02d}"[::-1], "board": "high", "score": o % 2} for i, o in enumerate(offsets)]
     server.post("/api/v1/games/prop/matches", {"match_id": "m", "ended_at": MOMENTS[0].isoformat(), "results": results})
-    board = Board.objects.get(game=game, slug="high")
-    full = selectors.board_range(board.id, "all", 0, 100)
+    board = cached_board("prop", "high")
+    full = selectors.board_range(board, "all", 0, 100)
     start = data.draw(st.integers(min_value=0, max_value=len(full)))
     stop = data.draw(st.integers(min_value=start, max_value=len(full) + 2))
-    page = selectors.board_range(board.id, "all", start, stop)
+    page = selectors.board_range(board, "all", start, stop)
     assert page == full[start : stop + 1]

@@ -1,0 +1,277 @@
+"""Board reads (contract sections 5 and 6). Thin: resolve, authorize, call a selector, render."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.cache import cache
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from boards import selectors
+from boards.throttles import AddressReadThrottle, PlayerReadThrottle
+from leaderboard_project.errors import NotFound
+from scores import windows
+from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
+from scores.models import ServerKey
+from scores.selectors import BoardConfig, cached_board, cached_game
+
+TOP_CACHE_SECONDS = 1.0
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    error = ErrorSerializer()
+
+
+class EntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    player = serializers.CharField(source="external_id")
+    display_name = serializers.CharField()
+    score = serializers.IntegerField(source="value")
+    metadata = serializers.JSONField(allow_null=True)
+
+
+class TopQuerySerializer(serializers.Serializer):
+    window = serializers.CharField(default="all")
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    offset = serializers.IntegerField(min_value=0, max_value=10_000, default=0)
+
+
+class TopOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    total = serializers.IntegerField()
+    entries = EntrySerializer(many=True)
+    degraded = serializers.BooleanField(required=False)
+
+
+class PlayerQuerySerializer(serializers.Serializer):
+    window = serializers.CharField(default="all")
+    around = serializers.IntegerField(min_value=0, max_value=50, default=2)
+
+
+class PlayerOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    player = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    rank = serializers.IntegerField(allow_null=True)
+    score = serializers.IntegerField(allow_null=True)
+    total = serializers.IntegerField()
+    percentile = serializers.FloatField(allow_null=True)
+    metadata = serializers.JSONField(allow_null=True)
+    around = EntrySerializer(many=True)
+    degraded = serializers.BooleanField(required=False)
+
+
+class WindowQuerySerializer(serializers.Serializer):
+    window = serializers.CharField(default="all")
+
+
+class FriendEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    board_rank = serializers.IntegerField()
+    player = serializers.CharField(source="entry.external_id")
+    display_name = serializers.CharField(source="entry.display_name")
+    score = serializers.IntegerField(source="entry.value")
+    metadata = serializers.JSONField(source="entry.metadata", allow_null=True)
+
+
+class FriendsOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    player = serializers.CharField()
+    entries = FriendEntrySerializer(many=True)
+    degraded = serializers.BooleanField(required=False)
+
+
+def _board(game: str, board: str) -> BoardConfig:
+    found = cached_board(game, board)
+    if found is None:
+        if cached_game(game)[0] is None:
+            raise NotFound(f"unknown game {game!r}", code="unknown_game")
+        raise NotFound(f"unknown board {board!r}", code="unknown_board")
+    return found
+
+
+def _window(board: BoardConfig, spec: str) -> str:
+    try:
+        return windows.resolve(spec, timezone.now(), board.reset_timezone, board.windows, board.seasons)
+    except windows.UnknownWindow as exc:
+        raise NotFound(str(exc), code="unknown_window") from None
+
+
+def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    query = serializer_class(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return query.validated_data
+
+
+WINDOW_PARAM = OpenApiParameter(
+    "window",
+    str,
+    description="all (default), daily, weekly, monthly, season, or explicit: daily:2026-11-29, weekly:2026-W48, monthly:2026-11, season:<slug>",
+)
+NOT_FOUND = OpenApiResponse(ErrorBodySerializer, description="unknown game, board, player or window")
+
+
+class TopApi(APIView):
+    """Public. A computed page is reused for one second from when it was computed, from this
+    process's memory or the shared cache, so identical reads cost Redis one query a second."""
+
+    _local: dict[str, tuple[float, dict[str, Any]]] = {}
+    _LOCAL_MAX = 10_000  # distinct pages kept in memory before the dict is emptied
+
+    @classmethod
+    def _cached(cls, key: str) -> dict[str, Any] | None:
+        for source in (cls._local.get, cache.get):
+            hit = source(key)
+            if hit is not None and time.time() - hit[0] < TOP_CACHE_SECONDS:
+                cls._local[key] = hit
+                return hit[1]
+        return None
+
+    @classmethod
+    def _remember(cls, key: str, body: dict[str, Any]) -> None:
+        if len(cls._local) >= cls._LOCAL_MAX:
+            cls._local.clear()
+        hit = (time.time(), body)
+        cls._local[key] = hit
+        cache.set(key, hit, TOP_CACHE_SECONDS)
+
+    @extend_schema(
+        operation_id="boards_top",
+        parameters=[WINDOW_PARAM, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        responses={200: TopOutSerializer, 400: ErrorBodySerializer, 404: NOT_FOUND},
+        summary="The top of a board",
+    )
+    def get(self, request: Request, game: str, board: str) -> Response:
+        cfg = _board(game, board)
+        q = _query(TopQuerySerializer, request)
+        window = _window(cfg, q["window"])
+        key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
+        body = self._cached(key)
+        if body is None:
+            page = selectors.board_top(cfg, window, q["offset"], q["limit"])
+            body = TopOutSerializer(
+                {"game": game, "board": board, "window": window, "total": page.total, "entries": page.entries}
+            ).data
+            if page.degraded:
+                body["degraded"] = True
+            else:
+                self._remember(key, body)
+        response = Response(body)
+        response["Cache-Control"] = "public, max-age=1"
+        return response
+
+
+class PlayerReadApi(APIView):
+    """Reads about one player: allowed for the game's server keys, staff, the player and
+    the player's friends."""
+
+    authentication_classes = [ServerKeyAuthentication, PlayerTokenAuthentication, SessionAuthentication]
+    throttle_classes = [PlayerReadThrottle, AddressReadThrottle]
+
+    def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
+        if request.user is None or not request.user.is_authenticated:
+            raise exceptions.NotAuthenticated("sign the request, or send a player token (Authorization: Bearer ...)")
+        pk = selectors.player_pk(cfg.game_id, player)
+        if pk is None:
+            raise NotFound(f"unknown player {player!r}", code="unknown_player")
+        self.authorize(request, cfg.game_id, pk)
+        return pk
+
+    @staticmethod
+    def authorize(request: Request, game_id: int, pk: int) -> None:
+        user, auth = request.user, request.auth
+        if isinstance(auth, ServerKey):
+            if auth.game_id != game_id:
+                raise exceptions.PermissionDenied("this key belongs to another game")
+            return
+        if isinstance(user, PlayerPrincipal):
+            if user.game_id == game_id and (user.player_pk == pk or user.player_pk in selectors.friend_pks(pk)):
+                return
+            raise exceptions.PermissionDenied("players may read only themselves and their friends")
+        if getattr(user, "is_staff", False):
+            return
+        raise exceptions.PermissionDenied("not allowed to read this player")
+
+
+class PlayerStandingApi(PlayerReadApi):
+    @extend_schema(
+        operation_id="boards_player",
+        parameters=[WINDOW_PARAM, OpenApiParameter("around", int, description="neighbours on each side, 0-50")],
+        responses={
+            200: PlayerOutSerializer,
+            401: ErrorBodySerializer,
+            403: ErrorBodySerializer,
+            404: NOT_FOUND,
+            429: ErrorBodySerializer,
+        },
+        summary="A player's exact rank, percentile and the players around them",
+    )
+    def get(self, request: Request, game: str, board: str, player: str) -> Response:
+        cfg = _board(game, board)
+        q = _query(PlayerQuerySerializer, request)
+        window = _window(cfg, q["window"])
+        pk = self.player_pk(request, cfg, player)
+        standing = selectors.player_standing(cfg, window, pk, q["around"])
+        me = standing.me
+        body = PlayerOutSerializer(
+            {
+                "game": game,
+                "board": board,
+                "window": window,
+                "player": player,
+                "display_name": me.display_name if me else None,
+                "rank": me.rank if me else None,
+                "score": me.value if me else None,
+                "total": standing.total,
+                "percentile": standing.percentile,
+                "metadata": me.metadata if me else None,
+                "around": standing.around,
+            }
+        ).data
+        if standing.degraded:
+            body["degraded"] = True
+        return Response(body)
+
+
+class FriendsBoardApi(PlayerReadApi):
+    @extend_schema(
+        operation_id="boards_friends",
+        parameters=[WINDOW_PARAM],
+        responses={
+            200: FriendsOutSerializer,
+            401: ErrorBodySerializer,
+            403: ErrorBodySerializer,
+            404: NOT_FOUND,
+            429: ErrorBodySerializer,
+        },
+        summary="The player and their friends, ranked among themselves and on the whole board",
+    )
+    def get(self, request: Request, game: str, board: str, player: str) -> Response:
+        cfg = _board(game, board)
+        window = _window(cfg, _query(WindowQuerySerializer, request)["window"])
+        pk = self.player_pk(request, cfg, player)
+        friends = selectors.friends_board(cfg, window, pk)
+        body = FriendsOutSerializer(
+            {"game": game, "board": board, "window": window, "player": player, "entries": friends.entries}
+        ).data
+        if friends.degraded:
+            body["degraded"] = True
+        return Response(body)

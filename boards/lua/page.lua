@@ -1,0 +1,76 @@
+--[[
+page.lua: one page of a board in a single round trip, with what the reader needs to apply
+the contract's last tie-break (player id) and shared ranks.
+
+KEYS[1]  the board window's sorted set
+ARGV[1]  mode: "range" (ARGV[2], ARGV[3] = first and last 0-based position, inclusive)
+               "member" (ARGV[2] = member, ARGV[3] = how many neighbours on each side)
+ARGV[4]  2^TIME_BITS as a decimal string (the value part of a score is floor(score / ARGV[4]))
+ARGV[5]  maximum members returned per group of identical scores at the page's edges
+
+Returns {total, above_first, page, edges, better, my_score}
+  total        ZCARD
+  above_first  members with a strictly greater score than the page's first entry
+  page         flat {member, score, ...} in Redis order
+  edges        flat {member, score, ...}: whole groups of identical scores at both edges
+  better       flat {value_part, count, ...}: for each distinct value on the page (and the
+               member's own), how many members have a strictly better value
+  my_score     the member's score (mode "member"), false if it is not on the board
+Scores travel as the strings Redis gives, never through Lua's number formatting.
+]]
+local key = KEYS[1]
+local span = tonumber(ARGV[4])
+local group_cap = tonumber(ARGV[5])
+local total = redis.call('ZCARD', key)
+local lo, hi
+local my_score = false
+
+if ARGV[1] == 'member' then
+  my_score = redis.call('ZSCORE', key, ARGV[2])
+  if not my_score then
+    return {total, 0, {}, {}, {}, false}
+  end
+  local around = tonumber(ARGV[3])
+  local above = redis.call('ZCOUNT', key, '(' .. my_score, '+inf')
+  local group = redis.call('ZCOUNT', key, my_score, my_score)
+  -- the member's true position lies in [above, above + group - 1]
+  lo = math.max(0, above - around)
+  hi = above + group - 1 + around
+else
+  lo = tonumber(ARGV[2])
+  hi = tonumber(ARGV[3])
+end
+
+local page = redis.call('ZREVRANGE', key, lo, hi, 'WITHSCORES')
+if #page == 0 then
+  return {total, 0, {}, {}, {}, my_score}
+end
+
+local first, last = page[2], page[#page]
+local above_first = redis.call('ZCOUNT', key, '(' .. first, '+inf')
+local edges = {}
+local function add_group(score)
+  if redis.call('ZCOUNT', key, score, score) > 1 then
+    local members = redis.call('ZRANGEBYSCORE', key, score, score, 'WITHSCORES', 'LIMIT', 0, group_cap)
+    for i = 1, #members do edges[#edges + 1] = members[i] end
+  end
+end
+add_group(first)
+if last ~= first then add_group(last) end
+
+local better = {}
+local seen = {}
+local function count_better(score)
+  local part = math.floor(tonumber(score) / span)
+  if not seen[part] then
+    seen[part] = true
+    -- strictly better value: a value part of at least part + 1
+    local threshold = string.format('%.0f', (part + 1) * span)
+    better[#better + 1] = string.format('%.0f', part)
+    better[#better + 1] = redis.call('ZCOUNT', key, threshold, '+inf')
+  end
+end
+for i = 2, #page, 2 do count_better(page[i]) end
+if my_score then count_better(my_score) end
+
+return {total, above_first, page, edges, better, my_score}
