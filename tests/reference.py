@@ -99,10 +99,7 @@ class Reference:
         out: list[tuple[int, str, int]] = []
         for i, player in enumerate(self.order(board_slug, window)):
             value = self.values[(board_slug, window, player)].value
-            if shared and out and out[-1][2] == value:
-                rank = out[-1][0]
-            else:
-                rank = i + 1
+            rank = out[-1][0] if shared and out and out[-1][2] == value else i + 1
             out.append((rank, player, value))
         return out
 

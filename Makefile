@@ -1,0 +1,63 @@
+# Developer entry points; docs/dev-environment.md explains what they find or start.
+#
+#   make run                      the whole service in the foreground (PORT=8000, DEMO=0 skips the demo)
+#   make test [PYTEST_ARGS=...]   ruff, then the test suite against a real PostgreSQL and Redis
+#   make manage ARGS="..."        a manage.py command in the same environment as `make run`
+#   make lint                     ruff check + ruff format --check
+#   make clean-local              stop the project-local PostgreSQL/Redis and delete .local/
+#
+# DATABASE_URL, REDIS_URL, TEST_REDIS_URL, PORT and DEMO are read from the environment
+# (or the make command line, e.g. `make run PORT=8001`).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VENV_PY := $(VENV)/bin/python
+# Touched after a successful install: requirements.txt newer than it means reinstall.
+STAMP := $(VENV)/.installed
+SERVICES := $(VENV_PY) scripts/services.py
+
+.PHONY: run test manage lint clean-local venv
+.DEFAULT_GOAL := run
+
+venv: $(STAMP)
+
+# `python3 -m venv` fails on Debian/Ubuntu without python3-venv (no ensurepip), leaving a
+# half-made .venv behind: remove it, and as root install the package and try again.
+$(VENV)/bin/pip:
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: sudo apt-get install python3 python3-venv" >&2; exit 1; }
+	@echo "==> creating the virtualenv in $(VENV)/"
+	@if ! $(PYTHON) -m venv $(VENV); then \
+	  rm -rf $(VENV); \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "==> '$(PYTHON) -m venv' failed: installing python3-venv with apt-get"; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv \
+	      && $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "error: could not create $(VENV)/" >&2; exit 1; }; \
+	  else \
+	    echo "error: '$(PYTHON) -m venv' failed; install venv support and retry: sudo apt-get install python3-venv" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+$(STAMP): requirements.txt | $(VENV)/bin/pip
+	@echo "==> installing requirements.txt into $(VENV)/"
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r requirements.txt
+	@touch $@
+
+run: venv
+	$(VENV_PY) scripts/run.py
+
+test: venv
+	@if [ -x $(VENV)/bin/ruff ]; then echo "==> ruff check ."; $(VENV)/bin/ruff check .; fi
+	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+manage: venv
+	$(SERVICES) exec -- $(VENV_PY) manage.py $(ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# Standard library only: works without the virtualenv.
+clean-local:
+	$(PYTHON) scripts/services.py clean

@@ -1,0 +1,1 @@
+"""Developer-environment helpers (`make run`, `make test`); not part of the service itself."""

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""`make run`: the whole service in the foreground, honcho-style.
+
+Finds or starts PostgreSQL and Redis (scripts/services.py), migrates, loads the demo game
+(unless ``DEMO=0``), then supervises web (uvicorn: HTTP and websockets), the Celery worker and
+beat, and the demo traffic, printing their output line by line behind a ``name |`` prefix.
+
+Ctrl-C, or SIGINT / SIGTERM / SIGHUP to us or to `make`, stops every child (each in its own
+process group, so workers forked by uvicorn or Celery go too) and the servers this run started. If a child exits on its own,
+everything is stopped and the exit status is non-zero.
+
+Environment: ``PORT`` (default 8000), ``DEMO`` (``0`` skips demo data and traffic), and
+``DATABASE_URL`` / ``REDIS_URL`` as scripts/services.py reads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+from scripts import services  # noqa: E402  (needs the repo root on sys.path first)
+
+# The virtualenv's bin/: `make run` starts us as .venv/bin/python (not resolved: a venv's
+# python is a symlink to the base interpreter, whose bin/ has no uvicorn).
+VENV_BIN = Path(sys.executable).parent
+SHUTDOWN_GRACE_SECONDS = 10.0
+WEB_READY_TIMEOUT_SECONDS = 60.0
+COLORS = ("36", "33", "32", "35", "34", "96")
+
+
+class Stop(Exception):
+    """A stop signal arrived before supervision began."""
+
+
+def _raise_stop(signum: int, _frame: FrameType | None) -> None:
+    raise Stop(signal.Signals(signum).name)
+
+
+class Output:
+    """Serialised, prefixed, line-at-a-time output (`web    | ...`)."""
+
+    def __init__(self, names: list[str]) -> None:
+        self._lock = threading.Lock()
+        self._width = max(len(n) for n in names)
+        colored = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
+        self._colors = dict(zip(names, itertools.cycle(COLORS), strict=False)) if colored else {}
+
+    def line(self, name: str, text: str) -> None:
+        prefix = f"{name:<{self._width}} |"
+        if name in self._colors:
+            prefix = f"\033[{self._colors[name]}m{prefix}\033[0m"
+        with self._lock:
+            sys.stdout.write(f"{prefix} {text}\n")
+            sys.stdout.flush()
+
+
+class ParentWatch:
+    """Notices a stop signal sent to `make` alone, or `make` going away.
+
+    Ctrl-C at a terminal signals the whole foreground group, us included, and GNU make passes
+    SIGTERM on to its recipe; but `kill -INT <make>` (or HUP, QUIT) reaches make only, which then
+    waits for us forever. Make resets such a signal to its default action when it arrives, so it
+    shows as the signal leaving the "caught" mask in /proc/<make>/status (Linux only).
+    """
+
+    WATCHED = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+    def __init__(self) -> None:
+        self.ppid = os.getppid()
+        self.baseline = self._caught() if self._parent_is_make() else 0
+
+    def _parent_is_make(self) -> bool:
+        try:
+            return Path(f"/proc/{self.ppid}/comm").read_text().strip() in ("make", "gmake")
+        except OSError:
+            return False
+
+    def _caught(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.ppid}/status").read_text().splitlines():
+                if line.startswith("SigCgt:"):
+                    return int(line.split()[1], 16)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def reason(self) -> str | None:
+        """Why we should stop, if the parent says so."""
+        if os.getppid() != self.ppid:
+            return "parent process exited"
+        if self.baseline:
+            caught = self._caught()
+            for signum in self.WATCHED:
+                bit = 1 << (signum - 1)
+                if self.baseline & bit and not caught & bit:
+                    return f"{signum.name} to make"
+        return None
+
+
+@dataclass
+class Child:
+    name: str
+    proc: subprocess.Popen[bytes]
+    pump: threading.Thread = field(init=False)
+
+    def group_alive(self) -> bool:
+        """True while any process of the child's group (the child or what it forked) is left."""
+        self.proc.poll()  # reap the leader, so a zombie does not count
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # alive, just not ours to signal
+        return True
+
+    def signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signum)
+
+
+class Supervisor:
+    def __init__(self, env: dict[str, str], out: Output, parent: ParentWatch) -> None:
+        self.env = env
+        self.out = out
+        self.parent = parent
+        self.children: list[Child] = []
+        self.stop_reason: str | None = None  # set by a signal handler
+        self.force = False  # a second signal: kill at once
+
+    def start(self, name: str, cmd: list[str]) -> None:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            # Own process group: we stop each child's whole group, and Ctrl-C at the terminal
+            # reaches only us, so shutdown happens in order.
+            start_new_session=True,
+        )
+        child = Child(name, proc)
+        child.pump = threading.Thread(target=self._pump, args=(child,), name=f"pump-{name}", daemon=True)
+        child.pump.start()
+        self.children.append(child)
+
+    def _pump(self, child: Child) -> None:
+        assert child.proc.stdout is not None
+        for raw in iter(child.proc.stdout.readline, b""):
+            self.out.line(child.name, raw.decode(errors="replace").rstrip("\r\n"))
+
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        if self.stop_reason is not None:
+            self.force = True
+        self.stop_reason = signal.Signals(signum).name
+
+    def supervise(self, port: int, when_ready: Callable[[], None]) -> int:
+        """Wait for a stop signal or a child's exit; call *when_ready* once the web port opens."""
+        ready = False
+        deadline = time.monotonic() + WEB_READY_TIMEOUT_SECONDS
+        while self.stop_reason is None:
+            if reason := self.parent.reason():
+                self.stop_reason = reason
+                break
+            for child in self.children:
+                code = child.proc.poll()
+                if code is not None:
+                    child.pump.join(timeout=1)  # flush its last words first
+                    self.out.line("run", f"{child.name} exited unexpectedly ({_describe(code)}); stopping everything")
+                    return 1
+            if not ready and _accepts(port):
+                ready = True
+                self.out.line("run", f"web is up: http://127.0.0.1:{port}")
+                when_ready()
+            if not ready and time.monotonic() > deadline:
+                self.out.line("run", f"web did not open port {port} in {WEB_READY_TIMEOUT_SECONDS:.0f}s; stopping")
+                return 1
+            time.sleep(0.2)
+        self.out.line("run", f"{self.stop_reason}: stopping everything")
+        return 0
+
+    def shutdown(self) -> None:
+        """SIGTERM every child's group, SIGKILL what is left after the grace period."""
+        for child in self.children:
+            child.signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
+        while (alive := [c for c in self.children if c.group_alive()]) and not self.force:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        for child in alive:
+            self.out.line("run", f"{child.name} still running after {SHUTDOWN_GRACE_SECONDS:.0f}s: killing it")
+            child.signal_group(signal.SIGKILL)
+        for child in self.children:
+            child.proc.wait()
+            child.pump.join(timeout=2)
+
+
+def venv_cmd(tool: str, args: str, *extra: str) -> list[str]:
+    """A command of the virtualenv's bin/: *args* split on spaces, then *extra* (paths) as they are."""
+    return [str(VENV_BIN / tool), *args.split(), *extra]
+
+
+def _describe(returncode: int) -> str:
+    if returncode < 0:
+        return f"killed by {signal.Signals(-returncode).name}"
+    return f"exit code {returncode}"
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _step(out: Output, env: dict[str, str], what: str, cmd: list[str]) -> None:
+    """Run a setup command in the foreground, its output unprefixed (demo_load draws a progress bar)."""
+    out.line("run", what)
+    code = subprocess.run(cmd, cwd=REPO_ROOT, env=env).returncode
+    if code != 0:
+        raise services.ServiceError(f"`{' '.join(cmd[1:])}` failed ({_describe(code)})")
+
+
+def run(port: int, demo: bool, parent: ParentWatch) -> int:
+    names = ["run", "web", "worker", "beat", *(["demo"] if demo else [])]
+    out = Output(names)
+    for tool in ("uvicorn", "celery"):
+        if not (VENV_BIN / tool).exists():
+            raise services.ServiceError(f"{VENV_BIN / tool} not found: start this with `make run`")
+    if not services.port_free(port):
+        raise services.ServiceError(f"port {port} on 127.0.0.1 is in use; choose another: PORT={port + 1} make run")
+
+    env = {**os.environ, **services.ensure_services(), "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    services.LOCAL_DIR.mkdir(exist_ok=True)  # beat keeps its schedule there
+    out.line("run", f"leaderboard service: http://127.0.0.1:{port}")
+    out.line("run", f"DATABASE_URL={services.redact(env['DATABASE_URL'])}")
+    out.line("run", f"REDIS_URL={services.redact(env['REDIS_URL'])}")
+    out.line("run", "demo data and traffic: " + ("on (DEMO=0 skips them)" if demo else "off (DEMO=0)"))
+
+    _step(out, env, "migrating the database", venv_cmd("python", "manage.py migrate --noinput"))
+    if demo:
+        _step(out, env, "loading the demo game", venv_cmd("python", "manage.py demo_load"))
+
+    supervisor = Supervisor(env, out, parent)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, supervisor.on_signal)
+    try:
+        web_args = f"leaderboard_project.asgi:application --host 127.0.0.1 --port {port} --workers 2 --no-access-log"
+        supervisor.start("web", venv_cmd("uvicorn", web_args))
+        supervisor.start("worker", venv_cmd("celery", "-A leaderboard_project worker --loglevel INFO --concurrency 2"))
+        schedule = str(services.LOCAL_DIR / "celerybeat-schedule")
+        supervisor.start("beat", venv_cmd("celery", "-A leaderboard_project beat --loglevel INFO --schedule", schedule))
+
+        def start_demo() -> None:
+            # Only once web answers: the demo traffic talks to it.
+            if demo:
+                supervisor.start("demo", venv_cmd("python", "manage.py demo_traffic"))
+
+        out.line("run", "Ctrl-C stops everything")
+        return supervisor.supervise(port, start_demo)
+    finally:
+        supervisor.shutdown()
+
+
+def main() -> int:
+    try:
+        port = int(os.environ.get("PORT") or "8000")
+    except ValueError:
+        services.log(f"error: PORT must be a number, not {os.environ['PORT']!r}")
+        return 2
+    demo = os.environ.get("DEMO", "1").strip() != "0"
+    parent = ParentWatch()  # before any signal can reach make
+    # Until supervision starts, a stop signal unwinds like Ctrl-C (servers are stopped below).
+    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGHUP, _raise_stop)
+    try:
+        return run(port, demo, parent)
+    except services.ServiceError as exc:
+        services.log(f"error: {exc}")
+        return 1
+    except (KeyboardInterrupt, Stop) as exc:
+        services.log(f"{str(exc) or 'SIGINT'}: stopped before start-up finished")
+        return 130
+    finally:
+        services.stop_started()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
