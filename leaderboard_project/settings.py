@@ -74,8 +74,18 @@ WSGI_APPLICATION = "leaderboard_project.wsgi.application"
 ASGI_APPLICATION = "leaderboard_project.asgi.application"
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/leaderboard")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600, conn_health_checks=True)}
-DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
+# One small pool per process. Under ASGI each sync view runs on a worker thread, and
+# persistent per-thread connections would grow with the thread pool until Postgres refuses
+# clients; a pool caps what each process holds.
+DATABASES["default"]["OPTIONS"] = {
+    "connect_timeout": 5,
+    "pool": {
+        "min_size": int(os.environ.get("DB_POOL_MIN", "1")),
+        "max_size": int(os.environ.get("DB_POOL_MAX", "8")),
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "10")),
+    },
+}
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Short timeouts: with Redis down, a submission must still answer quickly (Postgres holds it).

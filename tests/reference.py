@@ -51,12 +51,13 @@ class Reference:
     def submit(self, match: dict) -> int:
         """Apply a match; return the HTTP status the contract promises."""
         canonical = json.dumps(match, sort_keys=True)
-        if match["match_id"] in self.matches:
-            return 200 if self.matches[match["match_id"]] == canonical else 409
+        # an invalid body is refused as such, even under a known match_id
         for r in match["results"]:
             board = self.boards.get(r["board"])
             if board is None or not board.min_score <= r["score"] <= board.max_score:
                 return 400
+        if match["match_id"] in self.matches:
+            return 200 if self.matches[match["match_id"]] == canonical else 409
         self.matches[match["match_id"]] = canonical
         ended_at = datetime.fromisoformat(match["ended_at"])
         for r in match["results"]:

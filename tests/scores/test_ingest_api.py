@@ -268,3 +268,9 @@ def test_batch_with_the_same_match_twice_counts_it_once(server: SignedClient) ->
 def test_batch_envelope_errors_are_400(server: SignedClient, body) -> None:
     assert_error(server.post(URL + "/batch", body), 400)
     assert not Match.objects.exists()
+
+
+def test_an_invalid_body_under_a_known_match_id_is_400_not_409(server: SignedClient) -> None:
+    server.post(URL, a_match())
+    bad = a_match(results=[{"player": "p42", "board": "rating", "score": -5}])
+    assert_error(server.post(URL, bad), 400, "score_out_of_bounds")

@@ -1,0 +1,115 @@
+"""Reads under load and failure: SQL query counts, throttling, Redis down."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
+
+from boards.redis import get_redis
+from scores.models import Player
+from tests.boards.conftest import URL, player_client, submit
+from tests.boards.test_redis_down import ThrowawayRedis
+from tests.conftest import SignedClient
+from tests.scores.test_ingest_api import assert_error
+
+
+def queries(client: Client | SignedClient, path: str) -> tuple[int, dict]:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(path)
+    assert response.status_code == 200, response.content
+    return len(ctx.captured_queries), response.json()
+
+
+@pytest.fixture
+def crowd(server: SignedClient, game) -> SignedClient:
+    submit(server, "big", [{"player": f"p{i:03d}", "board": "rating", "score": i * 3} for i in range(100)])
+    server.request(
+        "PUT", URL + "/players/p050/friends", {"friends": [f"p{i:03d}" for i in range(0, 100, 2) if i != 50]}
+    )
+    return server
+
+
+def test_top_costs_no_query_once_warm_and_one_when_cold(crowd) -> None:
+    cold, body = queries(Client(), URL + "/boards/rating/top?limit=100")
+    assert len(body["entries"]) == 100
+    assert cold == 4  # game config (game, seasons, boards), then one batch of profiles for the whole page
+    warm, _ = queries(Client(), URL + "/boards/rating/top?limit=100")
+    assert warm == 0
+
+
+def test_player_standing_queries_are_pinned(crowd) -> None:
+    first, body = queries(crowd, URL + "/boards/rating/players/p050?around=50")
+    assert len(body["around"]) == 100  # everyone: p050 is 50th of 100
+    # the server key (auth), game config (game, seasons, boards), the player id, one profiles batch
+    assert first == 6
+    again, _ = queries(crowd, URL + "/boards/rating/players/p050?around=50")
+    assert again == 1  # only the server key: names, ids and profiles come from the cache
+
+
+def test_player_token_reads_need_no_query_when_warm(crowd) -> None:
+    client = player_client("p050")
+    queries(client, URL + "/boards/rating/players/p050/friends")
+    count, body = queries(client, URL + "/boards/rating/players/p050/friends")
+    assert len(body["entries"]) == 50
+    assert count == 0
+
+
+def test_player_reads_are_throttled_per_token_with_retry_after(crowd, monkeypatch) -> None:
+    from boards.throttles import AddressReadThrottle, PlayerReadThrottle
+
+    rates = {"player_reads": "3/min", "address_reads": "1000/min"}
+    monkeypatch.setattr(PlayerReadThrottle, "THROTTLE_RATES", rates)
+    monkeypatch.setattr(AddressReadThrottle, "THROTTLE_RATES", rates)
+    client = player_client("p050")
+    for _ in range(3):
+        assert client.get(URL + "/boards/rating/players/p050").status_code == 200
+    limited = client.get(URL + "/boards/rating/players/p050")
+    assert_error(limited, 429, "rate_limited")
+    assert int(limited["Retry-After"]) > 0
+    assert_error(client.get(URL + "/boards/rating/players/p050/friends"), 429)
+    # another player is not affected; game servers are never throttled
+    assert player_client("p052").get(URL + "/boards/rating/players/p052").status_code == 200
+    for _ in range(5):
+        assert crowd.get(URL + "/boards/rating/players/p050").status_code == 200
+
+
+def test_reads_are_throttled_per_address(crowd, monkeypatch) -> None:
+    from boards.throttles import AddressReadThrottle, PlayerReadThrottle
+
+    rates = {"player_reads": "1000/min", "address_reads": "2/min"}
+    monkeypatch.setattr(PlayerReadThrottle, "THROTTLE_RATES", rates)
+    monkeypatch.setattr(AddressReadThrottle, "THROTTLE_RATES", rates)
+    assert player_client("p050").get(URL + "/boards/rating/players/p050").status_code == 200
+    assert player_client("p052").get(URL + "/boards/rating/players/p052").status_code == 200
+    assert_error(player_client("p054").get(URL + "/boards/rating/players/p054"), 429)
+
+
+def test_reads_fall_back_to_postgres_when_redis_is_down(crowd, tmp_path) -> None:
+    expected_top = Client().get(URL + "/boards/rating/top?limit=5&offset=3").json()
+    expected_me = crowd.get(URL + "/boards/rating/players/p050?around=2").json()
+    expected_friends = crowd.get(URL + "/boards/rating/players/p050/friends").json()
+    dead = ThrowawayRedis(tmp_path)  # never started: nothing listens on its port
+    caches = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": dead.url,
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.2, "SOCKET_TIMEOUT": 0.2, "IGNORE_EXCEPTIONS": True},
+        }
+    }
+    from boards.api import TopApi
+
+    TopApi._local.clear()
+    with override_settings(CACHES=caches):
+        top = Client().get(URL + "/boards/rating/top?limit=5&offset=3")
+        assert top.status_code == 200
+        assert top.json() == {**expected_top, "degraded": True}
+        me = crowd.get(URL + "/boards/rating/players/p050?around=2")
+        assert me.status_code == 200 and me.json() == {**expected_me, "degraded": True}
+        friends = crowd.get(URL + "/boards/rating/players/p050/friends")
+        assert friends.status_code == 200 and friends.json() == {**expected_friends, "degraded": True}
+        unranked = crowd.get(URL + "/boards/rating/players/p050?window=daily:2026-11-01").json()
+        assert unranked["rank"] is None and unranked["degraded"] is True
+    assert get_redis().ping()
+    assert Player.objects.count() == 100
