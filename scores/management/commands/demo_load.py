@@ -1,0 +1,54 @@
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from boards.redis import REDIS_DOWN
+from scores import demo
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the demo game (games/demo.toml) with players and ~45 days of matches, then fill its "
+        "boards in Redis. Idempotent: does nothing if the demo game already has players."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--players", type=int, default=100_000)
+        parser.add_argument("--matches", type=int, default=30_000)
+        parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    def handle(self, *args: object, players: int, matches: int, seed: int, no_progress: bool, **options) -> None:
+        if players < 0 or matches < 0:
+            raise CommandError("--players and --matches must not be negative")
+        if demo.demo_loaded():
+            self.stdout.write("demo data already loaded")
+            self._heal_redis()
+            return
+        try:
+            report = demo.demo_load(players=players, matches=matches, seed=seed, progress=not no_progress)
+        except REDIS_DOWN as exc:
+            raise CommandError(
+                f"demo data is in Postgres but Redis could not be filled ({exc}); "
+                "run `manage.py rebuild_boards --game demo` once Redis is up"
+            ) from None
+        if not report.loaded:  # another demo_load won the race
+            self.stdout.write("demo data already loaded")
+            return
+        phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.phases.items())
+        self.stdout.write(
+            f"demo data loaded: {report.players:,} players, {report.matches:,} matches, "
+            f"{report.results:,} results, {report.values:,} board values, "
+            f"{report.redis_entries:,} sorted-set entries in {report.seconds:.1f} s ({phases})"
+        )
+
+    def _heal_redis(self) -> None:
+        """Redis keeps nothing on disk: after its restart, put the demo boards back."""
+        from boards.services import boards_rebuild
+
+        try:
+            missing = demo.demo_boards_missing_in_redis()
+            if missing:
+                self.stdout.write(f"demo boards missing in Redis: rebuilding {', '.join(b.slug for b in missing)}")
+                report = boards_rebuild(boards=missing)
+                self.stdout.write(f"rebuilt {report.entries:,} sorted-set entries in {report.seconds:.1f} s")
+        except REDIS_DOWN as exc:
+            self.stderr.write(f"warning: Redis unreachable, demo boards not checked: {exc}")
