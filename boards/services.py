@@ -160,13 +160,17 @@ def _board_swap(r, token: str, board_id: int, built: dict[str, int]) -> None:
     pipe.execute()
 
 
+CATCH_UP_MARGIN = timedelta(seconds=30)
+
+
 def _catch_up(since, board_ids: list[int]) -> int:
-    # Clock skew between this process and Postgres is covered by the margin.
+    # updated_at is stamped when the upsert ran, a moment before its commit; the margin
+    # covers that gap (ingest transactions last milliseconds) and clock skew.
     with connection.cursor() as cur:
         cur.execute(
             'SELECT board_id, "window", player_id, encoded FROM scores_playervalue '
             "WHERE board_id = ANY(%s) AND updated_at >= %s",
-            [board_ids, since - timedelta(seconds=5)],
+            [board_ids, since - CATCH_UP_MARGIN],
         )
         rows = cur.fetchall()
     values_write(rows)

@@ -473,14 +473,14 @@ def _copy_all(config: GameConfig, data: _Data, values: _Values, progress: bool) 
                 bar.update(len(m.results))
 
         # In the unique index's order: appending beats inserting all over the indexes.
-        columns = 'board_id, "window", player_id, value, reached_at, encoded, metadata, updated_at'
+        columns = 'board_id, "window", player_id, value, reached_at, encoded, metadata, updated_at, latest_at'
         copy_values = f"COPY scores_playervalue ({columns}) FROM STDIN"
         with _bar("copy board values", _count(values), progress, "value") as bar, cur.copy(copy_values) as cp:
             for board_id, window in sorted(values):
                 per_player = values[board_id, window]
                 for p in sorted(per_player):
                     v = per_player[p]
-                    cp.write_row((board_id, window, player_pk[p], v[0], v[1], v[2], v[3], v[4]))
+                    cp.write_row((board_id, window, player_pk[p], v[0], v[1], v[2], v[3], v[4], v[5]))
                 bar.update(len(per_player))
 
 

@@ -130,7 +130,8 @@ class Match(models.Model):
 
 class Result(models.Model):
     match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="results")
-    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="results")
+    # db_index=False: the (player, board) index already leads with player
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="results", db_index=False)
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="results")
     score = models.BigIntegerField()
     metadata = models.JSONField(null=True, blank=True)
@@ -148,13 +149,16 @@ class PlayerValue(models.Model):
     `encoded` is the sorted-set score (value and tie-break in one integer below 2**53); the
     ingest path upserts it with GREATEST, so a late or repeated result cannot lower it."""
 
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="values")
+    # db_index=False: the unique (board, window, player) index already leads with board
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="values", db_index=False)
     window = models.CharField(max_length=80)
     player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="values")
     value = models.BigIntegerField()
     reached_at = models.DateTimeField()
     encoded = models.BigIntegerField()
     metadata = models.JSONField(null=True, blank=True)
+    # ended_at of the latest result that counted: whose metadata a total board shows
+    latest_at = models.DateTimeField()
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

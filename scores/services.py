@@ -16,7 +16,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -93,7 +93,7 @@ class _Value:
     reached_at: datetime
     encoded: int
     metadata: dict[str, Any] | None
-    latest_at: datetime = field(default=None)  # type: ignore[assignment]
+    latest_at: datetime  # ended_at of the latest contribution (the metadata's source)
 
 
 def _check_match(config: GameConfig, match: MatchIn, now: datetime) -> None:
@@ -285,7 +285,7 @@ def _merge(values: dict, board: Board, key: tuple[int, str, int], r: ResultIn, e
         return
     encoded = encoding.encode(board, r.score, ended_at)
     if current is None or encoded > current.encoded:
-        values[key] = _Value(r.score, ended_at, encoded, r.metadata)
+        values[key] = _Value(r.score, ended_at, encoded, r.metadata, ended_at)
 
 
 def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime) -> datetime:
@@ -301,14 +301,16 @@ def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime)
 
 
 _BEST_UPSERT = """
-INSERT INTO scores_playervalue AS pv (board_id, "window", player_id, value, reached_at, encoded, metadata, updated_at)
-SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, now()
-FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[])
-    WITH ORDINALITY AS u(w, p, v, r, e, m, n)
+INSERT INTO scores_playervalue AS pv
+    (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
+SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, u.l, clock_timestamp()
+FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[],
+            %(l)s::timestamptz[])
+    WITH ORDINALITY AS u(w, p, v, r, e, m, l, n)
 ORDER BY u.n
 ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
     value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
-    metadata = EXCLUDED.metadata, updated_at = now()
+    metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, updated_at = clock_timestamp()
 WHERE EXCLUDED.encoded > pv.encoded
 RETURNING pv."window", pv.player_id, pv.encoded
 """
@@ -323,18 +325,21 @@ _TOTAL_REACHED = """CASE
 # The encoded score of a total is recomputed in SQL from the summed value, so concurrent
 # additions for one player serialise on the row and none is lost.
 _TOTAL_UPSERT = f"""
-INSERT INTO scores_playervalue AS pv (board_id, "window", player_id, value, reached_at, encoded, metadata, updated_at)
-SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, now()
-FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[])
-    WITH ORDINALITY AS u(w, p, v, r, e, m, n)
+INSERT INTO scores_playervalue AS pv
+    (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
+SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, u.l, clock_timestamp()
+FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[],
+            %(l)s::timestamptz[])
+    WITH ORDINALITY AS u(w, p, v, r, e, m, l, n)
 ORDER BY u.n
 ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
     value = pv.value + EXCLUDED.value,
     reached_at = {_TOTAL_REACHED},
     encoded = LEAST(pv.value + EXCLUDED.value, %(cap)s) * %(span)s + (%(span)s - 1 - LEAST(GREATEST(
         floor(extract(epoch FROM {_TOTAL_REACHED}))::bigint - %(epoch)s, 0), %(span)s - 1)),
-    metadata = CASE WHEN EXCLUDED.reached_at >= pv.reached_at THEN EXCLUDED.metadata ELSE pv.metadata END,
-    updated_at = now()
+    metadata = CASE WHEN EXCLUDED.latest_at >= pv.latest_at THEN EXCLUDED.metadata ELSE pv.metadata END,
+    latest_at = GREATEST(pv.latest_at, EXCLUDED.latest_at),
+    updated_at = clock_timestamp()
 RETURNING pv."window", pv.player_id, pv.encoded
 """
 
@@ -359,6 +364,7 @@ def _values_upsert(config: GameConfig, values: dict[tuple[int, str, int], _Value
                 "r": [v.reached_at for _, _, v in items],
                 "e": [encoding.encode(board, v.value, v.reached_at) if total else v.encoded for _, _, v in items],
                 "m": [json.dumps(v.metadata) if v.metadata is not None else None for _, _, v in items],
+                "l": [v.latest_at for _, _, v in items],
             }
             if total:
                 params.update(cap=encoding.value_span(board) - 1, span=encoding.TIME_SPAN, epoch=encoding.EPOCH_UNIX)

@@ -50,3 +50,23 @@ def test_a_later_equal_result_does_not_move_a_player_down(server: SignedClient, 
     assert PlayerValue.objects.get(board=board, window="all").reached_at == first.reached_at
     _post(server, "m3", "rating", 10, "2026-11-28T11:00:00Z")  # an earlier equal result arriving late does
     assert PlayerValue.objects.get(board=board, window="all").reached_at.hour == 11
+
+
+def test_total_boards_show_the_metadata_of_the_latest_result(server: SignedClient, game) -> None:
+    """Zero-score results do not move a total's reached_at, but they are still the latest."""
+    board = Board.objects.get(game=game, slug="points")
+
+    def post(match_id: str, score: int, at: str, replay: str) -> None:
+        body = {
+            "match_id": match_id,
+            "ended_at": at,
+            "results": [{"player": "p1", "board": "points", "score": score, "metadata": {"replay": replay}}],
+        }
+        assert server.post(URL, body).status_code == 201
+
+    post("a", 5, "2026-11-28T12:00:10Z", "a")
+    post("b", 0, "2026-11-28T12:00:20Z", "b")
+    post("c", 3, "2026-11-28T12:00:15Z", "c")  # arrives late
+    value = PlayerValue.objects.get(board=board, window="all")
+    assert value.value == 8 and value.metadata == {"replay": "b"}
+    assert value.reached_at.second == 15  # the total became 8 when c counted
