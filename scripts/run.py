@@ -263,9 +263,14 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     try:
         web_args = f"leaderboard_project.asgi:application --host 127.0.0.1 --port {port} --workers 2 --no-access-log"
         supervisor.start("web", venv_cmd("uvicorn", web_args))
-        supervisor.start("worker", venv_cmd("celery", "-A leaderboard_project worker --loglevel INFO --concurrency 2"))
+        # The outbox job runs every 2 s: at INFO its "received/succeeded" lines would drown the output.
+        level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
+        worker_args = f"-A leaderboard_project worker --loglevel {level} --concurrency 2"
+        supervisor.start("worker", venv_cmd("celery", worker_args))
         schedule = str(services.LOCAL_DIR / "celerybeat-schedule")
-        supervisor.start("beat", venv_cmd("celery", "-A leaderboard_project beat --loglevel INFO --schedule", schedule))
+        supervisor.start(
+            "beat", venv_cmd("celery", f"-A leaderboard_project beat --loglevel {level} --schedule", schedule)
+        )
 
         def start_demo() -> None:
             # Only once web answers: the demo traffic talks to it.
