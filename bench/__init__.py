@@ -1,0 +1,1 @@
+"""Benchmarks of the leaderboard service. See bench/README.md."""

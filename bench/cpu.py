@@ -1,0 +1,186 @@
+"""Where the CPU went during a measurement (Linux /proc): the server under test, Postgres,
+Redis, this process and everything else, in cores used on average.
+
+On a small machine the load generator and the databases share the CPUs with the server, so
+a throughput figure means little without this split.
+
+/proc is sampled periodically. A process that ends during the window (the Postgres backend of
+a short-lived connection) is counted through its parent, which reaps it and so inherits its CPU
+time (cutime/cstime): it lands in the parent's group. All Postgres backends are children of the
+postmaster, so the short-lived backends of other databases land in `postgres` too."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+GROUPS = ("server", "postgres", "redis", "self", "other")
+
+
+@dataclass(frozen=True)
+class _Proc:
+    comm: str
+    ppid: int
+    pgrp: int
+    start: int  # start time in ticks since boot: tells a reused pid from the process it replaced
+    ticks: int  # utime + stime
+    child_ticks: int  # cutime + cstime: the CPU of the children it has reaped
+
+
+def _processes() -> dict[int, _Proc]:
+    out: dict[int, _Proc] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # comm is in parentheses and may hold spaces; the fields after it are space-separated.
+        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        out[int(entry.name)] = _Proc(
+            comm=comm,
+            ppid=int(fields[1]),
+            pgrp=int(fields[2]),
+            start=int(fields[19]),
+            ticks=int(fields[11]) + int(fields[12]),
+            child_ticks=int(fields[13]) + int(fields[14]),
+        )
+    return out
+
+
+def _busy_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine from the first line of /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    total = sum(values[:8])  # without guest time, already counted in user
+    return total - idle, total
+
+
+def busy_share(seconds: float = 1.0) -> float:
+    """How busy the machine is right now (0-1), sampled over `seconds`."""
+    before = _busy_ticks()
+    time.sleep(seconds)
+    after = _busy_ticks()
+    return (after[0] - before[0]) / max(after[1] - before[1], 1)
+
+
+def _postgres_database(pid: int) -> str | None:
+    """The database a Postgres backend serves, from its process title
+    (`postgres: [CLUSTER:] USER DATABASE HOST(PORT) STATE`); None for the postmaster and background workers."""
+    try:
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    if not title.startswith("postgres: "):
+        return None
+    words = title.removeprefix("postgres: ").split()
+    if words and words[0].endswith(":"):  # cluster_name, e.g. Debian's "15/main:"
+        words = words[1:]
+    if len(words) >= 3 and ("(" in words[2] or words[2] == "[local]"):
+        return words[1]
+    return None
+
+
+@dataclass
+class _Seen:
+    group: str
+    pid: int
+    ppid: int
+    first: tuple[int, int]  # (ticks, child_ticks) at start(), zeros for a process born later
+    last: tuple[int, int]
+
+
+@dataclass
+class CpuMeter:
+    """Average cores per group between start() and stop(), with tick() called every second or so.
+
+    Groups: `server` (the process group `server_pgid`), `postgres` (the postmaster, its background
+    workers, the backends of `database`, and whatever backend ended during the window), `redis`,
+    `self` (this process) and `other` (anything else, including long-lived backends of other
+    databases); `machine_busy` is the whole machine's busy share (0-1)."""
+
+    server_pgid: int | None = None
+    database: str | None = None
+    _seen: dict[tuple[int, int], _Seen] = field(default_factory=dict)  # by (pid, start time)
+    _started: float = 0.0
+    _busy: tuple[int, int] = (0, 0)
+
+    def start(self) -> None:
+        self._seen.clear()
+        self._started = time.monotonic()
+        self._busy = _busy_ticks()
+        self._scan(initial=True)
+
+    def tick(self) -> None:
+        self._scan()
+
+    def stop(self) -> dict[str, float]:
+        alive = self._scan()
+        seconds = max(time.monotonic() - self._started, 1e-9)
+        busy, total = _busy_ticks()
+        used_ticks = dict.fromkeys(GROUPS, 0)
+        alive_pids = {ident[0]: ident for ident in alive}
+        for ident, seen in self._seen.items():
+            used_ticks[seen.group] += (seen.last[0] - seen.first[0]) + (seen.last[1] - seen.first[1])
+            parent = alive_pids.get(seen.ppid)
+            if ident not in alive and parent is not None:
+                # Reaped by a parent we watch: its whole lifetime is in the parent's child ticks,
+                # which already counts what we saw of it.
+                used_ticks[self._seen[parent].group] -= seen.last[0] + seen.last[1]
+        result = {name: round(max(t, 0) / CLOCK_TICKS / seconds, 3) for name, t in used_ticks.items()}
+        result["machine_busy"] = round((busy - self._busy[0]) / max(total - self._busy[1], 1), 3)
+        return result
+
+    def _scan(self, initial: bool = False) -> set[tuple[int, int]]:
+        alive: set[tuple[int, int]] = set()
+        for pid, proc in _processes().items():
+            ident = (pid, proc.start)
+            now = (proc.ticks, proc.child_ticks)
+            seen = self._seen.get(ident)
+            if seen is None:
+                first = now if initial else (0, 0)
+                seen = self._seen[ident] = _Seen(self._group(pid, proc), pid, proc.ppid, first, now)
+            seen.last = now
+            alive.add(ident)
+        return alive
+
+    def _group(self, pid: int, proc: _Proc) -> str:
+        if self.server_pgid is not None and proc.pgrp == self.server_pgid:
+            return "server"
+        if pid == os.getpid():
+            return "self"
+        if proc.comm.startswith(("postgres", "postmaster")):
+            backend_db = _postgres_database(pid)
+            return "postgres" if backend_db is None or backend_db == self.database else "other"
+        if proc.comm.startswith("redis-server"):
+            return "redis"
+        return "other"
+
+
+@contextlib.contextmanager
+def metered(meter: CpuMeter, interval: float = 0.5) -> Iterator[dict[str, float]]:
+    """Meter the block from a background thread; the dict is filled when the block ends."""
+    result: dict[str, float] = {}
+    done = threading.Event()
+
+    def ticker() -> None:
+        while not done.wait(interval):
+            meter.tick()
+
+    meter.start()
+    thread = threading.Thread(target=ticker, name="cpu-meter", daemon=True)
+    thread.start()
+    try:
+        yield result
+    finally:
+        done.set()
+        thread.join()
+        result.update(meter.stop())

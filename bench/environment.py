@@ -1,0 +1,232 @@
+"""Where the benchmarks run: a database and a Redis db of their own, never the developer's.
+
+The servers are the ones `make run` uses (scripts/services.py finds or starts them); the
+benchmarks only swap the database name for ``leaderboard_bench`` and the Redis db for 2.
+Every benchmark takes a lock, so two of them never reset each other's data mid-run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import psycopg
+import redis
+from psycopg import sql
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = Path(__file__).resolve().parent
+# Not resolved: a venv's python is a symlink to the base interpreter, whose bin/ lacks uvicorn.
+VENV_BIN = Path(sys.executable).parent
+GAME_FILE = BENCH_DIR / "game.toml"
+GAME_SLUG = "bench"
+
+BENCH_DB_NAME = "leaderboard_bench"
+BENCH_REDIS_DB = 2
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/leaderboard"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# Everything the ingest path writes; games, boards, seasons and keys stay.
+SCORE_TABLES = ("scores_boardoutbox", "scores_playervalue", "scores_result", "scores_match", "scores_player")
+
+
+class BenchError(Exception):
+    """The benchmark cannot run; the message says why."""
+
+
+def log(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def with_database(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def with_redis_db(url: str, db: int) -> str:
+    parts = urlsplit(url)
+    if parts.scheme == "unix":  # unix:///path/redis.sock?db=N
+        query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("db="))
+        return urlunsplit(parts._replace(query=f"{query}&db={db}" if query else f"db={db}"))
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+@dataclass(frozen=True)
+class BenchEnv:
+    database_url: str
+    redis_url: str
+    code_dir: Path = REPO_ROOT  # the checkout whose manage.py and servers run (bench/code.py)
+
+    def process_env(self, **extra: str) -> dict[str, str]:
+        """The environment of a server or manage.py subprocess: bench database, bench Redis, DEBUG off."""
+        return {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "REDIS_URL": self.redis_url,
+            "CELERY_BROKER_URL": self.redis_url,
+            "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
+            "DEBUG": "0",
+            "PYTHONUNBUFFERED": "1",
+            **extra,
+        }
+
+    def apply_to_os_environ(self) -> None:
+        """For benchmarks that configure Django in their own process (before django.setup())."""
+        for key, value in self.process_env().items():
+            os.environ[key] = value
+
+    @property
+    def maintenance_url(self) -> str:
+        return with_database(self.database_url, "postgres")
+
+
+def _base_urls() -> tuple[str, str]:
+    """The Postgres and Redis `make run` would use; the env defaults if scripts/services.py fails."""
+    try:
+        from scripts import services
+
+        found = services.ensure_services()
+        return found["DATABASE_URL"], found["REDIS_URL"]
+    except Exception as exc:  # it is still being written by others: any failure means the defaults
+        log(f"scripts/services.py unusable ({exc.__class__.__name__}: {exc}); using DATABASE_URL/REDIS_URL or defaults")
+        return os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), os.environ.get("REDIS_URL", DEFAULT_REDIS_URL)
+
+
+def _stop_started_services() -> None:
+    with contextlib.suppress(Exception):
+        from scripts import services
+
+        services.stop_started()
+
+
+@contextlib.contextmanager
+def bench_environment(code_dir: Path = REPO_ROOT) -> Iterator[BenchEnv]:
+    """Resolve the bench URLs under the bench lock; stop any server scripts/services.py started for us."""
+    lock_path = Path(tempfile.gettempdir()) / "leaderboard-bench.lock"
+    with open(lock_path, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BenchError(f"another benchmark is running (lock {lock_path})") from None
+        try:
+            database_url, redis_url = _base_urls()
+            env = BenchEnv(
+                with_database(database_url, BENCH_DB_NAME), with_redis_db(redis_url, BENCH_REDIS_DB), code_dir
+            )
+            log(f"database {_redact(env.database_url)}, redis {_redact(env.redis_url)}")
+            yield env
+        finally:
+            _stop_started_services()
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{parts.netloc.rsplit('@', 1)[1]}"))
+
+
+# --------------------------------------------------------------------------- Postgres
+
+
+def recreate_database(env: BenchEnv) -> None:
+    """Drop and create the bench database, so its schema is exactly what the measured code migrates to."""
+    name = unquote(urlsplit(env.database_url).path.lstrip("/"))
+    if name != BENCH_DB_NAME:  # never drop anything else
+        raise BenchError(f"refusing to recreate database {name!r}: only {BENCH_DB_NAME!r} belongs to the benchmarks")
+    with psycopg.connect(env.maintenance_url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def connect(env: BenchEnv) -> psycopg.Connection:
+    return psycopg.connect(env.database_url, autocommit=True, connect_timeout=10)
+
+
+def reset_scores(conn: psycopg.Connection) -> None:
+    """Empty every table ingest writes (the game, boards and keys stay)."""
+    tables = sql.SQL(", ").join(sql.Identifier(t) for t in SCORE_TABLES)
+    conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(tables))
+
+
+@dataclass(frozen=True)
+class BoardInfo:
+    id: int
+    slug: str
+    min_score: int
+    max_score: int
+
+
+def board_info(conn: psycopg.Connection, board_slug: str) -> BoardInfo:
+    row = conn.execute(
+        "SELECT b.id, b.min_score, b.max_score FROM scores_board b JOIN scores_game g ON g.id = b.game_id "
+        "WHERE g.slug = %s AND b.slug = %s",
+        (GAME_SLUG, board_slug),
+    ).fetchone()
+    if row is None:
+        raise BenchError(f"board {GAME_SLUG}/{board_slug} not found; is it in {GAME_FILE.name}?")
+    return BoardInfo(id=int(row[0]), slug=board_slug, min_score=int(row[1]), max_score=int(row[2]))
+
+
+def game_id(conn: psycopg.Connection) -> int:
+    row = conn.execute("SELECT id FROM scores_game WHERE slug = %s", (GAME_SLUG,)).fetchone()
+    if row is None:
+        raise BenchError(f"game {GAME_SLUG!r} not found")
+    return int(row[0])
+
+
+# --------------------------------------------------------------------------- manage.py
+
+
+def manage(env: BenchEnv, *args: str) -> str:
+    """Run a manage.py command of the measured code against the bench database; return its stdout."""
+    cmd = [sys.executable, "manage.py", *args]
+    proc = subprocess.run(cmd, cwd=env.code_dir, env=env.process_env(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise BenchError(f"manage.py {' '.join(args)} failed (exit {proc.returncode}):\n{tail}")
+    return proc.stdout
+
+
+def prepare_database(env: BenchEnv) -> None:
+    """A new bench database: created, migrated, loaded with bench/game.toml."""
+    recreate_database(env)
+    manage(env, "migrate", "--noinput")
+    manage(env, "apply_game_config", str(GAME_FILE))
+
+
+@dataclass(frozen=True)
+class ServerKey:
+    key_id: str
+    secret: str
+
+
+def create_server_key(env: BenchEnv) -> ServerKey:
+    out = manage(env, "create_server_key", GAME_SLUG, "bench", "--scopes", "submit")
+    data = json.loads(out.strip().splitlines()[-1])
+    return ServerKey(key_id=data["key_id"], secret=data["secret"])
+
+
+# --------------------------------------------------------------------------- Redis
+
+
+def redis_client(env: BenchEnv) -> redis.Redis:
+    client = redis.Redis.from_url(env.redis_url)
+    db = client.connection_pool.connection_kwargs.get("db", 0)
+    if int(db) != BENCH_REDIS_DB:  # the flush below must never reach a developer's db 0
+        raise BenchError(f"bench Redis URL selects db {db}, expected {BENCH_REDIS_DB}")
+    return client
+
+
+def flush_redis(client: redis.Redis) -> None:
+    db = int(client.connection_pool.connection_kwargs.get("db", 0))
+    if db != BENCH_REDIS_DB:
+        raise BenchError(f"refusing to flush Redis db {db}: only db {BENCH_REDIS_DB} belongs to the benchmarks")
+    client.flushdb()

@@ -1,0 +1,580 @@
+"""Ingest throughput and latency of the signed submission API (contract sections 3 and 4).
+
+    .venv/bin/python -m bench.ingest [--seconds 20] [--concurrency 32] [--batch-size 1000]
+                                     [--players 1000000] [--servers uvicorn,gunicorn]
+                                     [--scenarios single,batch] [--profile cpu|wall]
+
+For each server (a subprocess, DEBUG=0, against the bench database and Redis db 2) and each
+scenario, starting from empty score tables and an empty Redis db:
+  single  POST /api/v1/games/bench/matches, one match of one result per request;
+  batch   POST /api/v1/games/bench/matches/batch, --batch-size such matches per request;
+then checks that every acknowledged match is in Postgres (durable) and that the board's `all`
+sorted set holds exactly the values Postgres holds (mirrored). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import random
+import secrets
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import redis
+
+from bench import cpu, loadgen, profiling
+from bench.code import CodeTree, code_tree
+from bench.environment import (
+    BENCH_DB_NAME,
+    GAME_SLUG,
+    BenchEnv,
+    BenchError,
+    BoardInfo,
+    ServerKey,
+    bench_environment,
+    board_info,
+    connect,
+    create_server_key,
+    flush_redis,
+    game_id,
+    log,
+    manage,
+    prepare_database,
+    redis_client,
+    reset_scores,
+)
+from bench.machine import command_line, machine_info, machine_line
+from bench.report import RESULTS_DIR, markdown_table, percentile, utc_stamp, write_json
+from bench.server import SERVERS, ServerProcess
+
+SCENARIOS = ("single", "batch")
+MIRROR_WAIT_SECONDS = 5.0  # the contract allows 1 s; a little slack for a loaded machine
+BUSY_WARNING = 0.2  # the machine's busy share before a scenario above which results are suspect
+
+
+# --------------------------------------------------------------------------- workload
+
+
+class MatchFactory:
+    """Matches of one result each: a random player among p1..pN, a random score, ended now."""
+
+    def __init__(self, tag: str, board: BoardInfo, players: int, rng: random.Random) -> None:
+        self.tag = tag
+        self.board = board
+        self.players = players
+        self.rng = rng
+        self.counter = itertools.count(1)
+
+    def matches(self, n: int) -> list[dict[str, Any]]:
+        ended_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        rng, board = self.rng, self.board
+        return [
+            {
+                "match_id": f"{self.tag}-{next(self.counter)}",
+                "ended_at": ended_at,
+                "results": [
+                    {
+                        "player": f"p{rng.randint(1, self.players)}",
+                        "board": board.slug,
+                        "score": rng.randint(board.min_score, board.max_score),
+                    }
+                ],
+            }
+            for _ in range(n)
+        ]
+
+
+@dataclass
+class Tally:
+    """What the server acknowledged, judged response by response."""
+
+    acked: list[str] = field(default_factory=list)  # every match id answered 2xx (or accepted in a batch)
+    rejected: Counter[str] = field(default_factory=Counter)  # batch items answered "rejected", by error code
+    measured_ok_requests: int = 0
+    measured_matches: int = 0
+    measured_results: int = 0
+    bad_bodies: list[str] = field(default_factory=list)  # a few non-2xx bodies, for the report
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What one request carries and how its answer is judged."""
+
+    name: str
+    path: str
+    matches_per_request: int
+    batch: bool  # a {"matches": [...]} body answered item by item, else one match
+
+    def request(self, factory: MatchFactory) -> loadgen.Request:
+        matches = factory.matches(self.matches_per_request if self.batch else 1)
+        payload: Any = {"matches": matches} if self.batch else matches[0]
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        return loadgen.Request("POST", self.path, body, context=[m["match_id"] for m in matches])
+
+    def judge(self, tally: Tally, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
+        if response is None:
+            return
+        if not 200 <= response.status < 300:
+            if len(tally.bad_bodies) < 5:
+                tally.bad_bodies.append(f"{response.status}: {response.body[:300].decode(errors='replace')}")
+            return
+        if self.batch:
+            acked = []
+            for item in json.loads(response.body)["results"]:
+                if item["status"] == "rejected":
+                    tally.rejected[item.get("error", {}).get("code", "unknown")] += 1
+                else:
+                    acked.append(item["match_id"])
+        else:
+            acked = req.context
+        tally.acked.extend(acked)
+        if measured:
+            tally.measured_ok_requests += 1
+            tally.measured_matches += len(acked)
+            tally.measured_results += len(acked)  # one result per match
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def check_durable(pg: psycopg.Connection, game: int, acked: list[str]) -> dict[str, Any]:
+    """Every acknowledged match is in scores_match (the tables were empty at the start)."""
+    found = pg.execute(
+        "SELECT count(*) FROM scores_match WHERE game_id = %s AND match_id = ANY(%s)", (game, acked)
+    ).fetchone()[0]  # type: ignore[index]
+    stored = pg.execute("SELECT count(*) FROM scores_match WHERE game_id = %s", (game,)).fetchone()[0]  # type: ignore[index]
+    missing = len(set(acked)) - found
+    return {"ok": missing == 0, "acked": len(set(acked)), "stored": stored, "missing": missing}
+
+
+def _mirror_state(pg: psycopg.Connection, r: redis.Redis, board: BoardInfo) -> dict[str, Any]:
+    rows = pg.execute(
+        "SELECT player_id, encoded FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board.id,)
+    ).fetchall()
+    in_postgres = {int(p): int(e) for p, e in rows}
+    key = f"lb:{board.id}:all"  # boards/keys.py board_key()
+    in_redis = {int(m): int(s) for m, s in r.zrange(key, 0, -1, withscores=True)}
+    differing = sum(1 for p, e in in_postgres.items() if p in in_redis and in_redis[p] != e)
+    outbox = pg.execute("SELECT count(*) FROM scores_boardoutbox").fetchone()[0]  # type: ignore[index]
+    return {
+        "key": key,
+        "postgres_players": len(in_postgres),
+        "redis_members": len(in_redis),
+        "missing_in_redis": len(in_postgres.keys() - in_redis.keys()),
+        "extra_in_redis": len(in_redis.keys() - in_postgres.keys()),
+        "differing_scores": differing,
+        "outbox_rows": outbox,
+    }
+
+
+def check_mirrored(pg: psycopg.Connection, r: redis.Redis, board: BoardInfo) -> dict[str, Any]:
+    """The board's `all` sorted set holds exactly Postgres' values: same members, same scores."""
+    deadline = time.monotonic() + MIRROR_WAIT_SECONDS
+    while True:
+        state = _mirror_state(pg, r, board)
+        state["ok"] = (
+            state["postgres_players"] == state["redis_members"]
+            and not state["missing_in_redis"]
+            and not state["differing_scores"]
+        )
+        if state["ok"] or time.monotonic() >= deadline:
+            return state
+        time.sleep(0.5)
+
+
+def _durable_text(d: dict[str, Any]) -> str:
+    return "ok" if d["ok"] else f"MISSING {d['missing']:,} of {d['acked']:,}"
+
+
+def _mirrored_text(m: dict[str, Any]) -> str:
+    if m["ok"]:
+        return "ok"
+    return (
+        f"MISMATCH pg={m['postgres_players']:,} redis={m['redis_members']:,} "
+        f"differing={m['differing_scores']:,} outbox={m['outbox_rows']:,}"
+    )
+
+
+# --------------------------------------------------------------------------- monitoring
+
+
+class IngestMonitor:
+    """The measured window seen from outside the server: CPU per process group, Postgres
+    connections (peak count, sessions opened) and, with --profile, a py-spy recording."""
+
+    def __init__(self, env: BenchEnv, server: ServerProcess, start_profile: Callable[[], None]) -> None:
+        self.cpu = cpu.CpuMeter(server_pgid=server.pid, database=BENCH_DB_NAME)
+        # Opened now: once the server exhausts max_connections, a new connection would fail.
+        self.pg = connect(env)
+        self.start_profile = start_profile
+        self.cores: dict[str, float] = {}
+        self.loadgen_cpu_seconds = 0.0
+        self.peak_bench_connections = 0
+        self.peak_all_connections = 0
+        self.sessions_opened = 0
+        self._sessions_at_start = 0
+        self._process_time = 0.0
+
+    def _sessions(self) -> int:
+        self.pg.execute("SELECT pg_stat_clear_snapshot()")
+        row = self.pg.execute("SELECT sessions FROM pg_stat_database WHERE datname = %s", (BENCH_DB_NAME,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _connections(self) -> None:
+        ours, total = self.pg.execute(
+            "SELECT count(*) FILTER (WHERE datname = %s), count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'",
+            (BENCH_DB_NAME,),
+        ).fetchone()  # type: ignore[misc]
+        self.peak_bench_connections = max(self.peak_bench_connections, ours - 1)  # not this monitor's own
+        self.peak_all_connections = max(self.peak_all_connections, total)
+
+    def start(self) -> None:
+        self._sessions_at_start = self._sessions()
+        self._process_time = time.process_time()
+        self.cpu.start()
+        self.start_profile()
+
+    def tick(self) -> None:
+        self.cpu.tick()
+        self._connections()
+
+    def stop(self) -> None:
+        self.cores = self.cpu.stop()
+        self.cores["loadgen"] = self.cores.pop("self")
+        self.loadgen_cpu_seconds = time.process_time() - self._process_time
+        self._connections()
+        self.sessions_opened = self._sessions() - self._sessions_at_start
+
+    def close(self) -> None:
+        self.pg.close()
+
+    def report(self, requests: int) -> dict[str, Any]:
+        return {
+            "peak_bench_connections": self.peak_bench_connections,
+            "peak_all_connections": self.peak_all_connections,
+            "sessions_opened": self.sessions_opened,
+            "sessions_per_request": round(self.sessions_opened / requests, 3) if requests else None,
+        }
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@dataclass
+class Context:
+    args: argparse.Namespace
+    env: BenchEnv
+    key: ServerKey
+    pg: psycopg.Connection
+    r: redis.Redis
+    board: BoardInfo
+    game: int
+    stamp: str
+    tag: str
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop  # installed with uvicorn[standard]: a faster load generator
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dict[str, Any]:
+    args = ctx.args
+    reset_scores(ctx.pg)
+    flush_redis(ctx.r)
+    factory = MatchFactory(f"{ctx.tag}-{server.name}-{scenario.name}", ctx.board, args.players, random.Random())
+    tally = Tally()
+    profile: dict[str, Any] = {}
+
+    def headers(req: loadgen.Request) -> list[tuple[str, str]]:
+        return [
+            ("X-Key-Id", ctx.key.key_id),
+            ("X-Signature", loadgen.sign(ctx.key.secret, req.method, req.path, req.body)),
+        ]
+
+    def start_profile() -> None:
+        if args.profile:
+            path = RESULTS_DIR / f"ingest-{ctx.stamp}-{server.name}-{scenario.name}-{args.profile}.folded"
+            profile["path"] = path
+            profile["code_dir"] = ctx.env.code_dir
+            profile["proc"] = profiling.start_recording(server.pid, args.seconds, path, args.profile)
+
+    busy_before = cpu.busy_share(1.0)
+    if busy_before > BUSY_WARNING:
+        log(f"warning: the machine was {busy_before:.0%} busy before this scenario; other work skews the results")
+    log(
+        f"{server.name} / {scenario.name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {args.concurrency} connections"
+    )
+    monitor = IngestMonitor(ctx.env, server, start_profile)
+    with contextlib.closing(monitor), asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+        result = runner.run(
+            loadgen.closed_loop(
+                host="127.0.0.1",
+                port=server.port,
+                concurrency=args.concurrency,
+                warmup=args.warmup,
+                seconds=args.seconds,
+                make_request=lambda: scenario.request(factory),
+                on_response=lambda req, resp, measured: scenario.judge(tally, req, resp, measured),
+                headers=headers,
+                timeout=args.timeout,
+                monitor=monitor,
+            )
+        )
+    durable = check_durable(ctx.pg, ctx.game, tally.acked)
+    mirrored = check_mirrored(ctx.pg, ctx.r, ctx.board)
+
+    latencies = sorted(result.latencies)
+    seconds = result.measured_seconds
+    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
+    row: dict[str, Any] = {
+        "server": server.name,
+        "scenario": scenario.name,
+        "concurrency": args.concurrency,
+        "matches_per_request": scenario.matches_per_request,
+        "measured_seconds": seconds,
+        "requests_completed": result.completed,
+        "requests_ok": tally.measured_ok_requests,
+        "requests_per_s": tally.measured_ok_requests / seconds,
+        "matches_per_s": tally.measured_matches / seconds,
+        "results_per_s": tally.measured_results / seconds,
+        "latency_ms": {
+            "p50": _ms(percentile(latencies, 50)),
+            "p95": _ms(percentile(latencies, 95)),
+            "p99": _ms(percentile(latencies, 99)),
+            "max": _ms(latencies[-1] if latencies else None),
+            "mean": _ms(sum(latencies) / len(latencies) if latencies else None),
+        },
+        "statuses": dict(result.statuses),
+        "errors": sum(errors.values()) + sum(tally.rejected.values()),
+        "errors_by_status": errors,
+        "rejected_by_code": dict(tally.rejected),
+        "error_samples": tally.bad_bodies,
+        "requests_sent": result.sent,
+        "connections_opened": result.connects,
+        "machine_busy_before": round(busy_before, 3),
+        "cpu_cores": monitor.cores,
+        "loadgen_cpu_seconds": round(monitor.loadgen_cpu_seconds, 3),
+        "postgres_connections": monitor.report(result.completed),
+        "durable": durable,
+        "mirrored": mirrored,
+    }
+    if "proc" in profile:
+        row["profile"] = _finish_profile(profile)
+    log(
+        f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, {row['results_per_s']:,.0f} results/s, "
+        f"p50 {row['latency_ms']['p50']} ms, errors {row['errors']}; "
+        f"durable: {_durable_text(durable)} / mirrored: {_mirrored_text(mirrored)}"
+    )
+    if errors or tally.rejected:
+        log(f"  errors by status {errors}, rejected by code {dict(tally.rejected)}")
+        for sample in tally.bad_bodies:
+            log(f"  {sample}")
+        if any(k.startswith("5") for k in errors):
+            log(f"  server log tail:\n{server.log_tail()}")
+    return row
+
+
+def _finish_profile(profile: dict[str, Any]) -> dict[str, Any]:
+    proc = profile["proc"]
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except Exception:
+        proc.kill()
+        raise
+    path = profile["path"]
+    if proc.returncode != 0 or not path.exists():
+        log(f"py-spy failed ({proc.returncode}): {stderr.decode(errors='replace')[-500:]}")
+        return {"path": None}
+    summary = profiling.summarise(path, profile["code_dir"])
+    print(f"\nprofile {path.name}\n{summary.render()}\n", flush=True)
+    return {
+        "path": str(path.relative_to(RESULTS_DIR.parent.parent)),
+        "samples": summary.samples,
+        "inclusive": summary.inclusive,
+        "self": summary.self_time,
+    }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 2)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def render_tables(runs: list[dict[str, Any]]) -> str:
+    main = markdown_table(
+        [
+            "server",
+            "scenario",
+            "conc",
+            "req/s",
+            "matches/s",
+            "results/s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "errors",
+            "durable / mirrored",
+        ],
+        [
+            [
+                r["server"],
+                r["scenario"] if r["matches_per_request"] == 1 else f"{r['scenario']} ({r['matches_per_request']})",
+                r["concurrency"],
+                r["requests_per_s"],
+                r["matches_per_s"],
+                r["results_per_s"],
+                r["latency_ms"]["p50"],
+                r["latency_ms"]["p95"],
+                r["latency_ms"]["p99"],
+                r["errors"],
+                f"durable: {_durable_text(r['durable'])} / mirrored: {_mirrored_text(r['mirrored'])}",
+            ]
+            for r in runs
+        ],
+    )
+    resources = markdown_table(
+        ["server", "scenario", "server", "postgres", "redis", "loadgen", "other", "busy", "busy before",
+         "pg conns peak", "pg sessions/req"],
+        [
+            [r["server"], r["scenario"], r["cpu_cores"].get("server"), r["cpu_cores"].get("postgres"),
+             r["cpu_cores"].get("redis"), r["cpu_cores"].get("loadgen"), r["cpu_cores"].get("other"),
+             f"{r['cpu_cores'].get('machine_busy', 0):.0%}", f"{r['machine_busy_before']:.0%}",
+             r["postgres_connections"]["peak_bench_connections"], r["postgres_connections"]["sessions_per_request"]]
+            for r in runs
+        ],
+    )  # fmt: skip
+    return (
+        f"{main}\n\nDuring the measured window: CPU cores in use by group, machine busy share (and before the "
+        f"scenario), peak Postgres connections of the bench database, Postgres sessions opened per request:"
+        f"\n\n{resources}"
+    )
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _csv(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        items = [s.strip() for s in text.split(",") if s.strip()]
+        unknown = [s for s in items if s not in choices]
+        if unknown or not items:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(choices)} (got {text!r})")
+        return items
+
+    return parse
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.ingest",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per scenario (default 20)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
+    parser.add_argument("--concurrency", type=int, default=32, help="concurrent connections (default 32)")
+    parser.add_argument("--batch-size", type=int, default=1000, help="matches per batch request (default 1000)")
+    parser.add_argument("--players", type=int, default=1_000_000, help="players are p1..pN (default 1,000,000)")
+    parser.add_argument(
+        "--servers", type=_csv(tuple(SERVERS)), default=["uvicorn", "gunicorn"], help="default uvicorn,gunicorn"
+    )
+    parser.add_argument("--scenarios", type=_csv(SCENARIOS), default=list(SCENARIOS), help="default single,batch")
+    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
+    parser.add_argument("--board", default="rating", help="board of bench/game.toml the results go to (default rating)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a request counts as timed out")
+    parser.add_argument(
+        "--code",
+        metavar="REV|DIR",
+        help="measure this git revision (exported with git archive) or checkout instead of the working tree",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("cpu", "wall"),
+        help="record the server with py-spy during each measured window (slows it)",
+    )
+    args = parser.parse_args(argv)
+    if not 1 <= args.batch_size <= 1000:
+        parser.error("--batch-size must be 1-1000 (contract section 4)")
+    if args.concurrency < 1 or args.players < 1 or args.seconds <= 0 or args.warmup < 0:
+        parser.error("--concurrency, --players and --seconds must be positive")
+    return args
+
+
+def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+    if args.profile:
+        profiling.py_spy_binary()  # fail before any work if it is missing
+    started = datetime.now(UTC)
+    stamp = utc_stamp(started)
+    log("preparing the bench database (migrate, apply bench/game.toml, create a server key)")
+    prepare_database(env)
+    key = create_server_key(env)
+    with connect(env) as pg, redis_client(env) as r:
+        machine = machine_info(pg, r)
+        log(machine_line(machine))
+        ctx = Context(args, env, key, pg, r, board_info(pg, args.board), game_id(pg), stamp, secrets.token_hex(4))
+        scenarios = {
+            "single": Scenario("single", f"/api/v1/games/{GAME_SLUG}/matches", 1, batch=False),
+            "batch": Scenario("batch", f"/api/v1/games/{GAME_SLUG}/matches/batch", args.batch_size, batch=True),
+        }
+        runs: list[dict[str, Any]] = []
+        for name in args.servers:
+            log(f"starting {name}")
+            manage(env, "migrate", "--noinput")  # the working tree may have gained a migration meanwhile
+            with ServerProcess(name, env, workers=args.workers) as server:
+                log(f"{name} ready on port {server.port}: {' '.join(server.command)}")
+                for scenario_name in args.scenarios:
+                    row = run_scenario(ctx, server, scenarios[scenario_name])
+                    row["server_command"] = server.command
+                    runs.append(row)
+    tables = render_tables(runs)
+    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{tables}\n", flush=True)
+    path = write_json(
+        "ingest",
+        stamp,
+        {
+            "benchmark": "ingest",
+            "started_at": started.isoformat(),
+            "command": command_line(),
+            "machine": machine,
+            "code": code.info,
+            "config": {k: v for k, v in vars(args).items()},
+            "game_file": "bench/game.toml",
+            "runs": runs,
+        },
+    )
+    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
+    ok = all(r["durable"]["ok"] and r["mirrored"]["ok"] for r in runs)
+    return 0 if ok else 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        with code_tree(args.code) as code, bench_environment(code.path) as env:
+            return run(args, env, code)
+    except BenchError as exc:
+        log(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""A closed-loop HTTP/1.1 load generator on raw asyncio streams (no third-party client).
+
+N connections each send a request, wait for its response, and send the next at once, so the
+offered load adapts to the server's speed and latency is what a caller actually waits.
+Connections are kept alive; when the server closes one (gunicorn's sync workers close after
+every response) the next request opens a new one, and that connect is part of its latency.
+
+Requests are signed as contract section 3 says (the same HMAC as scores.auth.sign, which needs
+a configured Django to import):
+    X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<METHOD>.<path>.<body>")>
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+def sign(secret: str, method: str, path: str, body: bytes, timestamp: int | None = None) -> str:
+    """The X-Signature header value (contract section 3; same as scores.auth.sign)."""
+    t = int(time.time()) if timestamp is None else timestamp
+    mac = hmac.new(secret.encode(), f"{t}.{method.upper()}.{path}.".encode() + body, hashlib.sha256)
+    return f"t={t},v1={mac.hexdigest()}"
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    body: bytes
+    context: Any = None  # what the caller needs to judge the response (say, the match ids sent)
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+
+
+class HttpError(Exception):
+    """The server broke the protocol or the connection."""
+
+
+class HttpConnection:
+    """One keep-alive HTTP/1.1 connection, reopened when the server closes it."""
+
+    def __init__(self, host: str, port: int, extra_headers: Callable[[Request], list[tuple[str, str]]]) -> None:
+        self.host = host
+        self.port = port
+        self.extra_headers = extra_headers
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.connects = 0
+
+    async def close(self) -> None:
+        writer, self.reader, self.writer = self.writer, None, None
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def request(self, req: Request) -> Response:
+        reused = self.writer is not None
+        try:
+            return await self._exchange(req)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            await self.close()
+            # A kept-alive connection the server had closed while idle: retry once on a new one
+            # (harmless for match submissions even if it was processed: match_id is idempotent).
+            if reused and not (isinstance(exc, asyncio.IncompleteReadError) and exc.partial):
+                return await self._exchange(req)
+            raise
+
+    async def _exchange(self, req: Request) -> Response:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            self.connects += 1
+        assert self.reader is not None
+        head = [
+            f"{req.method} {req.path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(req.body)}",
+            *(f"{name}: {value}" for name, value in self.extra_headers(req)),
+        ]
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + req.body)
+        await self.writer.drain()
+        return await self._read_response()
+
+    async def _read_response(self) -> Response:
+        assert self.reader is not None
+        raw_head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw_head.decode("latin-1").split("\r\n")
+        try:
+            version, status_text = lines[0].split(" ", 2)[:2]
+            status = int(status_text)
+        except ValueError:
+            raise HttpError(f"malformed status line {lines[0]!r}") from None
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = await self._read_chunked()
+        elif "content-length" in headers:
+            body = await self.reader.readexactly(int(headers["content-length"]))
+        else:
+            body = await self.reader.read()  # delimited by the server closing the connection
+            headers["connection"] = "close"
+        connection = headers.get("connection", "").lower()
+        if connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive"):
+            await self.close()
+        return Response(status, body)
+
+    async def _read_chunked(self) -> bytes:
+        assert self.reader is not None
+        parts = []
+        while True:
+            size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                while await self.reader.readuntil(b"\r\n") != b"\r\n":  # trailers
+                    pass
+                return b"".join(parts)
+            parts.append(await self.reader.readexactly(size))
+            await self.reader.readexactly(2)
+
+
+@dataclass
+class LoadResult:
+    """What a closed-loop run measured. Throughput and latency cover the measured window only;
+    status counts cover every request (warm-up included), so no error goes unseen."""
+
+    measured_seconds: float
+    latencies: list[float] = field(default_factory=list)  # seconds, requests completed in the window
+    statuses: Counter[str] = field(default_factory=Counter)  # "201", "500", "timeout", "ConnectionResetError"...
+    sent: int = 0
+    connects: int = 0
+
+    @property
+    def completed(self) -> int:
+        return len(self.latencies)
+
+
+class WindowMonitor(Protocol):
+    """Watches the measured window: start() at its start, tick() every TICK_SECONDS, stop() at its end.
+    Calls run on the event loop, so they must be quick."""
+
+    def start(self) -> None: ...
+    def tick(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+TICK_SECONDS = 0.5
+
+# Called for every request: its response (None on a transport error or timeout) and whether it
+# completed inside the measured window.
+Handler = Callable[[Request, Response | None, bool], None]
+
+
+async def closed_loop(
+    *,
+    host: str,
+    port: int,
+    concurrency: int,
+    warmup: float,
+    seconds: float,
+    make_request: Callable[[], Request],
+    on_response: Handler,
+    headers: Callable[[Request], list[tuple[str, str]]],
+    timeout: float = 120.0,
+    monitor: WindowMonitor | None = None,
+) -> LoadResult:
+    """Run `concurrency` connections for warmup + seconds, then let the requests in flight finish."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    measure_start = start + warmup
+    measure_end = measure_start + seconds
+    result = LoadResult(measured_seconds=seconds)
+
+    async def watch_window() -> None:
+        if monitor is None:
+            return
+        await asyncio.sleep(max(0.0, measure_start - loop.time()))
+        monitor.start()
+        while (left := measure_end - loop.time()) > 0:
+            await asyncio.sleep(min(TICK_SECONDS, left))
+            if loop.time() < measure_end:
+                monitor.tick()
+        monitor.stop()
+
+    async def worker() -> None:
+        conn = HttpConnection(host, port, headers)
+        try:
+            while loop.time() < measure_end:
+                req = make_request()
+                result.sent += 1
+                t0 = loop.time()
+                response: Response | None = None
+                try:
+                    response = await asyncio.wait_for(conn.request(req), timeout)
+                    outcome = str(response.status)
+                except TimeoutError:
+                    outcome = "timeout"
+                    await conn.close()
+                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, HttpError) as exc:
+                    outcome = exc.__class__.__name__
+                    await conn.close()
+                t1 = loop.time()
+                measured = measure_start <= t1 <= measure_end
+                result.statuses[outcome] += 1
+                if measured:
+                    result.latencies.append(t1 - t0)
+                on_response(req, response, measured)
+        finally:
+            result.connects += conn.connects
+            await conn.close()
+
+    await asyncio.gather(watch_window(), *(worker() for _ in range(concurrency)))
+    return result

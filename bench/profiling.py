@@ -1,0 +1,112 @@
+"""Optional sampling profiles of the server under test with py-spy (not a project dependency:
+`.venv/bin/pip install py-spy`).
+
+`cpu` samples only threads on the CPU; `wall` adds idle threads, so time spent waiting for
+Postgres or Redis shows up under the call that waits. Profiles are written in py-spy's "raw"
+(collapsed stacks) format, which flamegraph.pl and speedscope read, and summarised here."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.environment import REPO_ROOT, VENV_BIN, BenchError
+
+_LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
+_FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def py_spy_binary() -> str:
+    found = VENV_BIN / "py-spy"
+    if found.exists():
+        return str(found)
+    on_path = shutil.which("py-spy")
+    if on_path:
+        return on_path
+    raise BenchError("--profile needs py-spy: .venv/bin/pip install py-spy (not in requirements.txt)")
+
+
+def start_recording(pid: int, seconds: float, output: Path, mode: str) -> subprocess.Popen[bytes]:
+    """Record `pid` and its children for `seconds` in the background."""
+    cmd = [
+        py_spy_binary(),
+        "record",
+        "--pid", str(pid),
+        "--subprocesses",
+        "--duration", str(max(1, round(seconds))),
+        "--rate", "200",
+        "--format", "raw",
+        "--output", str(output),
+        "--nonblocking",  # do not pause the workers: keeps the measurement honest
+        "--full-filenames",  # tells project code from libraries
+    ]  # fmt: skip
+    if mode == "wall":
+        cmd.append("--idle")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+_STDLIB = re.compile(r"/lib/python3\.\d+/(.*)$")
+
+
+def _frame(frame: str, code_dir: Path) -> tuple[str, bool]:
+    """`matches_submit (/repo/scores/services.py:123)` -> (`matches_submit (scores/services.py)`, True):
+    the function with a short path, and whether it is the measured project's code."""
+    match = _FRAME.match(frame)
+    if match is None:
+        return frame, False
+    path = match["file"]
+    root = f"{code_dir}/"
+    project = path.startswith(root) and "site-packages/" not in path and not path.startswith(f"{root}bench/")
+    if "site-packages/" in path:
+        path = path.split("site-packages/", 1)[1]
+    elif path.startswith(root):
+        path = path.removeprefix(root)
+    elif path.startswith(f"{REPO_ROOT}/"):
+        path = path.removeprefix(f"{REPO_ROOT}/")
+    elif stdlib := _STDLIB.search(path):
+        path = stdlib[1]  # /usr/lib/python3.11/json/encoder.py -> json/encoder.py
+    return f"{match['func']} ({path})", project
+
+
+@dataclass
+class ProfileSummary:
+    samples: int
+    inclusive: list[tuple[str, float]]  # project functions, share of samples with them on the stack
+    self_time: list[tuple[str, float]]  # any function, share of samples where it is the leaf
+
+    def render(self, top: int = 15) -> str:
+        lines = [f"{self.samples:,} samples", "inclusive (project code):"]
+        lines += [f"  {share:6.1%}  {name}" for name, share in self.inclusive[:top]]
+        lines.append("self (leaf frames):")
+        lines += [f"  {share:6.1%}  {name}" for name, share in self.self_time[:top]]
+        return "\n".join(lines)
+
+
+def summarise(path: Path, code_dir: Path = REPO_ROOT, top: int = 25) -> ProfileSummary:
+    inclusive: Counter[str] = Counter()
+    leaf: Counter[str] = Counter()
+    total = 0
+    for raw in path.read_text(errors="replace").splitlines():
+        match = _LINE.match(raw)
+        if match is None:
+            continue
+        count = int(match["count"])
+        frames = [f for f in match["stack"].split(";") if not f.startswith(("process ", "thread "))]
+        if not frames:
+            continue
+        total += count
+        named = [_frame(f, code_dir) for f in frames]
+        leaf[named[-1][0]] += count
+        for name in {name for name, project in named if project}:
+            inclusive[name] += count
+    share = max(total, 1)
+    return ProfileSummary(
+        samples=total,
+        inclusive=[(n, c / share) for n, c in inclusive.most_common(top)],
+        self_time=[(n, c / share) for n, c in leaf.most_common(top)],
+    )

@@ -1,0 +1,68 @@
+"""Output shared by the benchmarks: percentiles, markdown tables, JSON result files."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.environment import BENCH_DIR
+
+RESULTS_DIR = BENCH_DIR / "results"
+
+
+def utc_stamp(moment: datetime | None = None) -> str:
+    """`20261129T194608Z`: sorts by time, safe in a file name."""
+    return (moment or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float | None:
+    """Nearest-rank percentile of an ascending sequence (None when empty)."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A markdown table; numbers are right-aligned."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    numeric = [bool(rows) and all(isinstance(r[i], int | float) for r in rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]
+        return "| " + " | ".join(parts) + " |"
+
+    rule = (
+        "|"
+        + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2)) for w, num in zip(widths, numeric, strict=True))
+        + "|"
+    )
+    return "\n".join([line(list(headers)), rule, *(line(r) for r in cells)])
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value >= 100:
+            return f"{value:,.0f}"
+        if value >= 10:
+            return f"{value:.1f}"
+        return f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def write_json(kind: str, stamp: str, payload: dict[str, Any]) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{kind}-{stamp}.json"
+    tmp = path.with_suffix(".json.tmp")  # bench/results/*.tmp is git-ignored
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    tmp.replace(path)
+    return path

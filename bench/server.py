@@ -1,0 +1,165 @@
+"""The server under test, run as a subprocess exactly as production would run it.
+
+`uvicorn` is what `make run` starts (ASGI: HTTP and websockets); `gunicorn` with sync workers
+is the classic WSGI deployment, measured for comparison. Each runs in its own process group,
+so stopping it also stops the workers it forked."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from bench.environment import VENV_BIN, BenchEnv, BenchError
+
+STOP_GRACE_SECONDS = 10.0
+
+
+def _uvicorn(port: int, workers: int) -> list[str]:
+    return [
+        str(VENV_BIN / "uvicorn"),
+        "leaderboard_project.asgi:application",
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--workers", str(workers),
+        "--no-access-log",
+        "--log-level", "warning",
+    ]  # fmt: skip
+
+
+def _gunicorn(port: int, workers: int) -> list[str]:
+    return [
+        str(VENV_BIN / "gunicorn"),
+        "leaderboard_project.wsgi:application",
+        "-w", str(workers),
+        "-k", "sync",
+        "--bind", f"127.0.0.1:{port}",
+        "--log-level", "warning",
+    ]  # fmt: skip
+
+
+SERVERS: dict[str, Callable[[int, int], list[str]]] = {"uvicorn": _uvicorn, "gunicorn": _gunicorn}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ServerProcess:
+    """`with ServerProcess("uvicorn", env) as server:` starts it and waits for /healthz 200."""
+
+    def __init__(self, name: str, env: BenchEnv, workers: int = 2, ready_timeout: float = 60.0) -> None:
+        if name not in SERVERS:
+            raise BenchError(f"unknown server {name!r}; choose from {', '.join(SERVERS)}")
+        self.name = name
+        self.env = env
+        self.workers = workers
+        self.ready_timeout = ready_timeout
+        self.port = free_port()
+        self.command = SERVERS[name](self.port, workers)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{self.port}.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        with open(self.log_path, "wb") as log_file:
+            self.proc = subprocess.Popen(
+                self.command,
+                cwd=self.env.code_dir,
+                env=self.env.process_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: workers included in stop()
+            )
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise BenchError(f"{self.name} exited with {self.proc.returncode} before /healthz:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        return
+                    last = f"HTTP {response.status}"
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code}: {exc.read()[:200]!r}"
+            except OSError as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        raise BenchError(f"{self.name} did not answer /healthz 200 within {self.ready_timeout:.0f} s ({last})")
+
+    def stop(self) -> None:
+        """SIGTERM to the whole process group, SIGKILL after a grace period."""
+        if self.proc is None:
+            return
+        self._signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while time.monotonic() < deadline and self._group_alive():
+            time.sleep(0.1)
+        if self._group_alive():
+            self._signal_group(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        # An empty log says nothing; one with errors stays for `log_tail()` readers and humans.
+        with contextlib.suppress(OSError):
+            if self.log_path.stat().st_size == 0:
+                self.log_path.unlink()
+
+    def _signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    def _group_alive(self) -> bool:
+        assert self.proc is not None
+        self.proc.poll()  # reap the leader so a zombie does not count
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            return ""
+        return "\n".join([f"(last {lines} lines of {self.log_path})", *tail])
