@@ -2,6 +2,7 @@
 
 lb:{board_id}:{window}          sorted set: member = player primary key, score = encoded value
 lb:build:{token}:{board_id}:{window}   a board window being rebuilt, renamed over the live key
+lb:outbox:applied               ids of outbox rows the post-commit path has mirrored
 lb:meta:built                   set once the index has been built from Postgres; its absence
                                 after a Redis restart (Redis keeps nothing on disk) triggers a rebuild
 """
@@ -27,3 +28,7 @@ def build_key(token: str, board_id: int, window: str) -> str:
 
 def built_marker() -> str:
     return "lb:meta:built"
+
+
+def outbox_applied() -> str:
+    return "lb:outbox:applied"

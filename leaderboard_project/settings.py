@@ -82,8 +82,8 @@ DATABASES["default"]["OPTIONS"] = {
     "connect_timeout": 5,
     "pool": {
         "min_size": int(os.environ.get("DB_POOL_MIN", "1")),
-        "max_size": int(os.environ.get("DB_POOL_MAX", "8")),
-        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "10")),
+        "max_size": int(os.environ.get("DB_POOL_MAX", "16")),
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "30")),
     },
 }
 

@@ -17,7 +17,7 @@ from leaderboard_project.errors import ApiError, NotFound, error_body, flatten_d
 from scores import services
 from scores.auth import ServerKeyAuthentication, server_key_permission
 from scores.models import PLAYER_RE, SLUG_RE, Player
-from scores.selectors import game_get
+from scores.selectors import cached_game
 
 MAX_METADATA_BYTES = 1024
 MAX_BATCH = 1000
@@ -73,12 +73,15 @@ class MatchInSerializer(serializers.Serializer):
     results = ResultInSerializer(many=True, min_length=1, max_length=100)
 
     def to_match(self) -> services.MatchIn:
-        data = self.validated_data
-        return services.MatchIn(
-            match_id=data["match_id"],
-            ended_at=data["ended_at"],
-            results=tuple(services.ResultIn(**r) for r in data["results"]),
-        )
+        return _to_match(self.validated_data)
+
+
+def _to_match(data: dict[str, Any]) -> services.MatchIn:
+    return services.MatchIn(
+        match_id=data["match_id"],
+        ended_at=data["ended_at"],
+        results=tuple(services.ResultIn(**r) for r in data["results"]),
+    )
 
 
 class BatchInSerializer(serializers.Serializer):
@@ -124,7 +127,7 @@ class ServerApiView(APIView):
     permission_classes = [server_key_permission("submit")]
 
     def game(self) -> Any:
-        game = game_get(self.kwargs["game"])
+        game = cached_game(self.kwargs["game"])[0]
         if game is None:
             raise NotFound(f"unknown game {self.kwargs['game']!r}")
         return game
@@ -160,15 +163,18 @@ class MatchBatchApi(ServerApiView):
         game_obj = self.game()
         items: list[dict[str, Any] | None] = []
         valid: list[services.MatchIn] = []
+        # One serializer for the whole batch: building one per match costs more than validating it.
+        serializer = MatchInSerializer()
         for raw in batch.validated_data["matches"]:
-            serializer = MatchInSerializer(data=raw)
-            if serializer.is_valid():
-                items.append(None)
-                valid.append(serializer.to_match())
-            else:
+            try:
+                data = serializer.run_validation(raw)
+            except serializers.ValidationError as exc:
                 match_id = raw.get("match_id") if isinstance(raw, dict) else None
-                err = ApiError(flatten_detail(serializer.errors), code="invalid_body")
+                err = ApiError(flatten_detail(exc.detail), code="invalid_body")
                 items.append(_item(match_id if isinstance(match_id, str) else None, "rejected", error=err))
+                continue
+            items.append(None)
+            valid.append(_to_match(data))
         outcomes = iter(services.matches_submit(game=game_obj, server_key=request.auth, matches=valid))
         results = []
         for item in items:

@@ -19,7 +19,7 @@ from scores.windows import SeasonSpan
 @dataclass(frozen=True)
 class GameConfig:
     game: Game
-    boards: dict[str, Board]
+    boards: dict[str, BoardConfig]
     seasons: tuple[SeasonSpan, ...]
 
 
@@ -33,8 +33,13 @@ def season_spans(game_id: int) -> tuple[SeasonSpan, ...]:
 
 
 def game_config(game: Game) -> GameConfig:
-    boards = {b.slug: b for b in Board.objects.filter(game=game)}
-    return GameConfig(game=game, boards=boards, seasons=season_spans(game.id))
+    """The game's configuration as ingest sees it (from the per-process cache)."""
+    config = cached_game_config(game.slug)
+    if config is None or config.game.id != game.id:  # deleted and created again
+        config_cache_clear()
+        config = cached_game_config(game.slug)
+    assert config is not None
+    return config
 
 
 # --- board configuration for readers, cached in-process -----------------------------------
@@ -60,15 +65,15 @@ class BoardConfig:
     seasons: tuple[SeasonSpan, ...]
 
 
-_CONFIG_TTL = 5.0  # seconds: how long an edited game config may take to reach readers
-_config_cache: dict[str, tuple[float, dict[str, BoardConfig] | None, Game | None]] = {}
+_CONFIG_TTL = 5.0  # seconds: how long an edited game config may take to reach every process
+_config_cache: dict[str, tuple[float, GameConfig | None]] = {}
 _config_lock = threading.Lock()
 
 
-def _load_game(slug: str) -> tuple[dict[str, BoardConfig] | None, Game | None]:
+def _load_game(slug: str) -> GameConfig | None:
     game = game_get(slug)
     if game is None:
-        return None, None
+        return None
     seasons = season_spans(game.id)
     boards = {
         b.slug: BoardConfig(
@@ -89,19 +94,23 @@ def _load_game(slug: str) -> tuple[dict[str, BoardConfig] | None, Game | None]:
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }
-    return boards, game
+    return GameConfig(game=game, boards=boards, seasons=seasons)
 
 
-def cached_game(slug: str) -> tuple[Game | None, dict[str, BoardConfig]]:
-    """The game and its boards, re-read from Postgres at most every few seconds."""
+def cached_game_config(slug: str) -> GameConfig | None:
+    """A game with its boards and seasons, re-read from Postgres at most every few seconds."""
     now = time.monotonic()
     hit = _config_cache.get(slug)
     if hit is None or now - hit[0] > _CONFIG_TTL:
-        boards, game = _load_game(slug)
+        hit = (now, _load_game(slug))
         with _config_lock:
-            _config_cache[slug] = (now, boards, game)
-        hit = _config_cache[slug]
-    return hit[2], hit[1] or {}
+            _config_cache[slug] = hit
+    return hit[1]
+
+
+def cached_game(slug: str) -> tuple[Game | None, dict[str, BoardConfig]]:
+    config = cached_game_config(slug)
+    return (config.game, config.boards) if config else (None, {})
 
 
 def cached_board(game_slug: str, board_slug: str) -> BoardConfig | None:

@@ -15,9 +15,13 @@ def _post(server: SignedClient, match_id: str, board: str, score: int, at: str =
     assert server.post(URL, body).status_code == 201
 
 
-def test_mirror_deletes_its_outbox_row(server: SignedClient) -> None:
+def test_the_drain_deletes_rows_the_fast_path_applied_without_replaying_them(server: SignedClient) -> None:
     _post(server, "m1", "rating", 10)
+    _post(server, "m2", "rating", 20)
+    assert BoardOutbox.objects.count() == 2
+    assert services.outbox_drain(grace_seconds=0) == 0
     assert not BoardOutbox.objects.exists()
+    assert get_redis().scard(keys.outbox_applied()) == 0
 
 
 def test_a_stale_replay_cannot_lower_a_score(server: SignedClient, game) -> None:

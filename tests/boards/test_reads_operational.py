@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from boards.redis import get_redis
 from scores.models import Player
+from scores.selectors import config_cache_clear
 from tests.boards.conftest import URL, player_client, submit
 from tests.boards.test_redis_down import ThrowawayRedis
 from tests.conftest import SignedClient
@@ -32,6 +33,7 @@ def crowd(server: SignedClient, game) -> SignedClient:
 
 
 def test_top_costs_no_query_once_warm_and_one_when_cold(crowd) -> None:
+    config_cache_clear()
     cold, body = queries(Client(), URL + "/boards/rating/top?limit=100")
     assert len(body["entries"]) == 100
     assert cold == 4  # game config (game, seasons, boards), then one batch of profiles for the whole page
@@ -40,6 +42,7 @@ def test_top_costs_no_query_once_warm_and_one_when_cold(crowd) -> None:
 
 
 def test_player_standing_queries_are_pinned(crowd) -> None:
+    config_cache_clear()
     first, body = queries(crowd, URL + "/boards/rating/players/p050?around=50")
     assert len(body["around"]) == 100  # everyone: p050 is 50th of 100
     # the server key (auth), game config (game, seasons, boards), the player id, one profiles batch

@@ -274,3 +274,19 @@ def test_an_invalid_body_under_a_known_match_id_is_400_not_409(server: SignedCli
     server.post(URL, a_match())
     bad = a_match(results=[{"player": "p42", "board": "rating", "score": -5}])
     assert_error(server.post(URL, bad), 400, "score_out_of_bounds")
+
+
+def test_single_submission_query_count_is_pinned(server: SignedClient, game) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    server.post(URL, a_match("warm-up"))  # the game config is now cached in this process
+    with CaptureQueriesContext(connection) as ctx:
+        better = a_match("m-counted", results=[{"player": "p42", "board": "rating", "score": 1500}])
+        assert server.post(URL, better).status_code == 201
+    # the key; then one transaction: match, players (upsert, select), results, values (one
+    # board), outbox. Config comes from the process cache; Redis is written after commit.
+    statements = [q["sql"].split()[0].upper() for q in ctx.captured_queries]
+    assert statements == ["SELECT", "BEGIN", "INSERT", "INSERT", "SELECT", "INSERT", "INSERT", "INSERT", "COMMIT"], (
+        statements
+    )
