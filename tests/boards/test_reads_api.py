@@ -233,3 +233,24 @@ def test_friends_put_needs_a_server_key(ranked) -> None:
     assert_error(
         player_client("p1").put(URL + "/players/p1/friends", {"friends": []}, content_type="application/json"), 401
     )
+
+
+def test_friends_board_with_a_thousand_friends(server: SignedClient, game) -> None:
+    friends = [f"f{i:04d}" for i in range(1000)]
+    batch = [
+        {
+            "match_id": f"m{i}",
+            "ended_at": "2026-11-28T12:00:00Z",
+            "results": [{"player": f, "board": "rating", "score": i % 37}],
+        }
+        for i, f in enumerate(friends)
+    ]
+    assert server.post(URL + "/matches/batch", {"matches": batch}).status_code == 200
+    submit(server, "me", [{"player": "me", "board": "rating", "score": 20}])
+    assert server.request("PUT", URL + "/players/me/friends", {"friends": friends}).status_code == 200
+    body = player_client("me").get(URL + "/boards/rating/players/me/friends").json()
+    assert len(body["entries"]) == 1001
+    assert [e["rank"] for e in body["entries"]] == list(range(1, 1002))
+    assert [e["board_rank"] for e in body["entries"]] == list(range(1, 1002))  # everyone on the board is here
+    scores = [e["score"] for e in body["entries"]]
+    assert scores == sorted(scores, reverse=True)
