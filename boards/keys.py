@@ -5,6 +5,8 @@ lb:build:{token}:{board_id}:{window}   a board window being rebuilt, renamed ove
 lb:outbox:applied               ids of outbox rows the post-commit path has mirrored
 lb:meta:built                   set once the index has been built from Postgres; its absence
                                 after a Redis restart (Redis keeps nothing on disk) triggers a rebuild
+lb:hist:{board_id}:{window}     hash: the score histogram of a board window (boards/histogram.py);
+                                outside lb:{board_id}:* so rebuilds never touch it
 """
 
 BOARD_PREFIX = "lb:"
@@ -22,6 +24,11 @@ def window_of(key: str) -> str:
     return key.split(":", 2)[2]
 
 
+def board_and_window(key: str) -> tuple[int, str]:
+    _, board_id, window = key.split(":", 2)
+    return int(board_id), window
+
+
 def build_key(token: str, board_id: int, window: str) -> str:
     return f"lb:build:{token}:{board_id}:{window}"
 
@@ -32,3 +39,7 @@ def built_marker() -> str:
 
 def outbox_applied() -> str:
     return "lb:outbox:applied"
+
+
+def histogram_key(board_id: int, window: str) -> str:
+    return f"lb:hist:{board_id}:{window}"

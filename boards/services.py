@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from django.utils import timezone
 from boards import keys
 from boards.redis import REDIS_DOWN, get_redis
 from scores.models import Board, BoardOutbox
+from scores.selectors import window_expiry
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,10 @@ def values_write(entries: Iterable[Entry], *, outbox_id: int | None = None) -> N
     pipe = get_redis().pipeline(transaction=True)
     for key, mapping in by_key.items():
         pipe.zadd(key, mapping, gt=True)
+        expiry = window_expiry(*keys.board_and_window(key))
+        if expiry is not None:
+            # closed windows go away on their own; the durable store keeps them
+            pipe.expireat(key, expiry)
     if outbox_id is not None:
         pipe.sadd(keys.outbox_applied(), outbox_id)
     pipe.execute()
@@ -140,9 +146,16 @@ def _board_stream(r, token: str, board_id: int, progress: Callable[[int], None] 
     counts: dict[str, int] = defaultdict(int)
     with transaction.atomic(), connection.chunked_cursor() as cur:
         cur.execute('SELECT "window", player_id, encoded FROM scores_playervalue WHERE board_id = %s', [board_id])
+        now = time.time()
+        expired: dict[str, bool] = {}
         while rows := cur.fetchmany(REBUILD_CHUNK):
             by_window: dict[str, dict[str, int]] = defaultdict(dict)
             for window, player_id, encoded in rows:
+                if window not in expired:
+                    expiry = window_expiry(board_id, window)
+                    expired[window] = expiry is not None and expiry <= now
+                if expired[window]:
+                    continue  # past its retention: Postgres keeps it, Redis need not
                 by_window[window][str(player_id)] = encoded
             pipe = r.pipeline(transaction=False)
             for window, mapping in by_window.items():

@@ -174,6 +174,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 BOARD_SYNC_GRACE_SECONDS = float(os.environ.get("BOARD_SYNC_GRACE_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {
     "boards-sync-pending": {"task": "boards.tasks.sync_pending", "schedule": 2.0},
+    "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
+    # a run still queued when the next one is due is dropped (expires): slow runs never pile up
+    "boards-refresh-rolling": {"task": "boards.tasks.refresh_rolling", "schedule": 60.0, "options": {"expires": 55}},
+    "boards-refresh-histograms": {
+        "task": "boards.tasks.refresh_histograms",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
 }
 
 LOGGING = {

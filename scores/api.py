@@ -92,6 +92,11 @@ class MatchOutSerializer(serializers.Serializer):
     match_id = serializers.CharField()
     status = serializers.ChoiceField(choices=["accepted", "held"])
     duplicate = serializers.BooleanField()
+    missed_windows = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Windows whose standings were already frozen: the match counts in the others only.",
+    )
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -104,6 +109,7 @@ class BatchItemOutSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["accepted", "held", "rejected"])
     duplicate = serializers.BooleanField()
     error = ErrorSerializer(required=False)
+    missed_windows = serializers.ListField(child=serializers.CharField(), required=False)
 
 
 class BatchOutSerializer(serializers.Serializer):
@@ -145,7 +151,7 @@ class MatchSubmitApi(ServerApiView):
         serializer.is_valid(raise_exception=True)
         outcome = services.match_submit(game=self.game(), server_key=request.auth, match=serializer.to_match())
         body = MatchOutSerializer(
-            {"match_id": outcome.match_id, "status": outcome.status, "duplicate": outcome.duplicate}
+            _item(outcome.match_id, outcome.status, outcome.duplicate, None, outcome.missed_windows)
         ).data
         return Response(body, status=status.HTTP_200_OK if outcome.duplicate else status.HTTP_201_CREATED)
 
@@ -180,15 +186,23 @@ class MatchBatchApi(ServerApiView):
         for item in items:
             if item is None:
                 o = next(outcomes)
-                item = _item(o.match_id, o.status, o.duplicate, o.error)
+                item = _item(o.match_id, o.status, o.duplicate, o.error, o.missed_windows)
             results.append(item)
         return Response(BatchOutSerializer({"results": results}).data)
 
 
-def _item(match_id: str | None, status_: str, duplicate: bool = False, error: ApiError | None = None) -> dict[str, Any]:
+def _item(
+    match_id: str | None,
+    status_: str,
+    duplicate: bool = False,
+    error: ApiError | None = None,
+    missed_windows: list[str] | None = None,
+) -> dict[str, Any]:
     item: dict[str, Any] = {"match_id": match_id, "status": status_, "duplicate": duplicate}
     if error is not None:
         item["error"] = error_body(error.code, error.message)["error"]
+    if missed_windows:
+        item["missed_windows"] = missed_windows
     return item
 
 

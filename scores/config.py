@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from scores import encoding
 from scores.models import SLUG_RE
-from scores.windows import CURRENT_WINDOWS
+from scores.windows import ROLLING_WINDOWS, WINDOW_KINDS
 
 
 class ConfigError(ValueError):
@@ -49,11 +49,13 @@ class GameSpec:
     slug: str
     name: str
     reset_timezone: str
+    close_grace_seconds: int
+    retention_periods: int
     boards: tuple[BoardSpec, ...]
     seasons: tuple[SeasonSpec, ...]
 
 
-_GAME_KEYS = {"slug", "name", "reset_timezone"}
+_GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods"}
 _BOARD_KEYS = {"slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
 
@@ -81,6 +83,8 @@ def parse_game_config(text: str) -> GameSpec:
         slug=_slug(game, "game."),
         name=_str(game, "name", "game."),
         reset_timezone=tz,
+        close_grace_seconds=_int(game, "close_grace_seconds", "game.", default=300, low=0),
+        retention_periods=_int(game, "retention_periods", "game.", default=1, low=0),
         boards=boards,
         seasons=seasons,
     )
@@ -92,10 +96,14 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
     order = _choice(raw, "order", p, ("desc", "asc"), "desc")
     mode = _choice(raw, "mode", p, ("best", "total"), "best")
     windows = raw.get("windows", ["all"])
-    if not isinstance(windows, list) or not windows or any(w not in CURRENT_WINDOWS for w in windows):
-        raise ConfigError(p + "windows", f"a non-empty list drawn from {', '.join(CURRENT_WINDOWS)}")
+    if not isinstance(windows, list) or not windows or any(w not in WINDOW_KINDS for w in windows):
+        raise ConfigError(p + "windows", f"a non-empty list drawn from {', '.join(WINDOW_KINDS)}")
     if len(set(windows)) != len(windows):
         raise ConfigError(p + "windows", "lists a window twice")
+    if any(w in ROLLING_WINDOWS for w in windows) and "daily" not in windows:
+        raise ConfigError(
+            p + "windows", 'rolling windows (last7d, last30d) are built from daily windows: keep "daily" too'
+        )
     min_score = _int(raw, "min_score", p, default=0)
     max_score = _int(raw, "max_score", p)
     if max_score < min_score:
@@ -174,10 +182,12 @@ def _slug(raw: dict[str, Any], p: str) -> str:
     return value
 
 
-def _int(raw: dict[str, Any], key: str, p: str, default: int | None = None) -> int:
+def _int(raw: dict[str, Any], key: str, p: str, default: int | None = None, low: int | None = None) -> int:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(p + key, "an integer is required")
+    if low is not None and value < low:
+        raise ConfigError(p + key, f"must be at least {low}")
     return value
 
 

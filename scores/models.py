@@ -14,6 +14,10 @@ class Game(models.Model):
     slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     reset_timezone = models.CharField(max_length=64, default="UTC")
+    # A window's standings are frozen this long after it ends (late results still count).
+    close_grace_seconds = models.PositiveIntegerField(default=300)
+    # A closed window's sorted set stays readable this many periods after it ends.
+    retention_periods = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

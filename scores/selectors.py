@@ -6,12 +6,13 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection
 from django.db.models.signals import post_delete, post_save
 
-from scores import encoding
+from scores import encoding, windows
 from scores.models import Board, Friendship, Game, Player, Season
 from scores.windows import SeasonSpan
 
@@ -111,6 +112,32 @@ def cached_game_config(slug: str) -> GameConfig | None:
 def cached_game(slug: str) -> tuple[Game | None, dict[str, BoardConfig]]:
     config = cached_game_config(slug)
     return (config.game, config.boards) if config else (None, {})
+
+
+_game_slug_of_board: dict[int, str] = {}
+
+
+def cached_game_config_of_board(board_id: int) -> GameConfig | None:
+    """The cached configuration of the game a board belongs to."""
+    slug = _game_slug_of_board.get(board_id)
+    if slug is None:
+        slug = Board.objects.filter(pk=board_id).values_list("game__slug", flat=True).first()
+        if slug is None:
+            return None
+        _game_slug_of_board[board_id] = slug  # a board never changes games
+    return cached_game_config(slug)
+
+
+def window_expiry(board_id: int, window: str) -> int | None:
+    """Unix time at which a board window's sorted set may expire (None: never)."""
+    config = cached_game_config_of_board(board_id)
+    if config is None:
+        return None
+    game = config.game
+    moment = windows.expires_at(
+        window, game.reset_timezone, config.seasons, game.retention_periods, timedelta(seconds=game.close_grace_seconds)
+    )
+    return int(moment.timestamp()) if moment else None
 
 
 def cached_board(game_slug: str, board_slug: str) -> BoardConfig | None:

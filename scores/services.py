@@ -16,7 +16,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,7 +32,8 @@ from scores.config import ConfigError, GameSpec
 from scores.models import Board, BoardOutbox, Friendship, Game, Player, PlayerValue, Season, ServerKey
 from scores.selectors import GameConfig, game_config
 from scores.signals import friends_changed, score_accepted
-from scores.windows import windows_for
+from scores.windows import bounds, windows_for
+from seasons.selectors import frozen_windows
 
 
 class InvalidMatch(ApiError):
@@ -83,6 +84,8 @@ class MatchOutcome:
     status: str  # accepted | held | voided (a duplicate of a voided match) | rejected
     duplicate: bool = False
     error: ApiError | None = None
+    # windows already frozen when the match arrived: it counts in the others only
+    missed_windows: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -154,7 +157,10 @@ def matches_submit(
                 else:
                     outcomes[i] = _repeat_outcome(match_id, digest, known[match_id])
             if new_matches:
-                _results_store(config, new_matches)
+                missed = _results_store(config, new_matches, now)
+                for match_id, (i, _, _) in candidates.items():
+                    if match_id in inserted:
+                        outcomes[i].missed_windows = missed.get(inserted[match_id], [])
         for i, match, digest in repeats:
             first = candidates[match.match_id]
             first_outcome = outcomes[first[0]]
@@ -240,8 +246,17 @@ def _display_names(matches: list[tuple[int, MatchIn]]) -> dict[str, str]:
     return names
 
 
-def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]]) -> None:
+def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]], now: datetime) -> dict[int, list[str]]:
+    """Store results and their values; return, per match pk, the frozen windows it missed."""
     player_ids = _players_upsert(config.game, _display_names(matches))
+    tz = config.game.reset_timezone
+    counted = {
+        (pk, r.board): windows_for(match.ended_at, tz, config.boards[r.board].windows, config.seasons)
+        for pk, match in matches
+        for r in match.results
+    }
+    frozen = _frozen({(config.boards[b].id, w) for (_, b), ws in counted.items() for w in ws}, config, now)
+    missed: dict[int, list[str]] = {}
     rows: list[tuple[int, int, int, int, str | None]] = []
     # (board_id, window, player_id) -> aggregated value of this request
     values: dict[tuple[int, str, int], _Value] = {}
@@ -252,9 +267,11 @@ def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]]) -> No
             rows.append(
                 (match_pk, player_id, board.id, r.score, json.dumps(r.metadata) if r.metadata is not None else None)
             )
-            windows = windows_for(match.ended_at, config.game.reset_timezone, board.windows, config.seasons)
-            for window in windows:
-                _merge(values, board, (board.id, window, player_id), r, match.ended_at)
+            for window in counted[(match_pk, r.board)]:
+                if (board.id, window) in frozen:
+                    missed.setdefault(match_pk, []).append(window)
+                else:
+                    _merge(values, board, (board.id, window, player_id), r, match.ended_at)
     with connection.cursor() as cur:
         cur.execute(
             """
@@ -266,10 +283,21 @@ def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]]) -> No
             [list(col) for col in zip(*rows, strict=True)],
         )
     changed = _values_upsert(config, values)
-    if not changed:
-        return
-    outbox = BoardOutbox.objects.create(entries=[[b, w, p] for b, w, p, _ in changed])
-    transaction.on_commit(lambda: score_accepted.send(sender=BoardOutbox, outbox_id=outbox.id, entries=changed))
+    if changed:
+        outbox = BoardOutbox.objects.create(entries=[[b, w, p] for b, w, p, _ in changed])
+        transaction.on_commit(lambda: score_accepted.send(sender=BoardOutbox, outbox_id=outbox.id, entries=changed))
+    return {pk: sorted(set(ws)) for pk, ws in missed.items()}
+
+
+def _frozen(pairs: set[tuple[int, str]], config: GameConfig, now: datetime) -> set[tuple[int, str]]:
+    """Which of these board windows are frozen. Only windows that have ended can be, so the
+    usual submission (for windows still open) costs no query."""
+    ended = set()
+    for board_id, window in pairs:
+        span = bounds(window, config.game.reset_timezone, config.seasons)
+        if span is not None and span[1] <= now:
+            ended.add((board_id, window))
+    return frozen_windows(ended) if ended else set()
 
 
 def _merge(values: dict, board: Board, key: tuple[int, str, int], r: ResultIn, ended_at: datetime) -> None:
@@ -422,15 +450,17 @@ def game_config_apply(spec: GameSpec) -> list[str]:
     a change that would invalidate the encoded scores a board already holds."""
     changes: list[str] = []
     with transaction.atomic():
-        game, created = Game.objects.select_for_update().get_or_create(
-            slug=spec.slug, defaults={"name": spec.name, "reset_timezone": spec.reset_timezone}
-        )
+        game_fields = {
+            "name": spec.name,
+            "reset_timezone": spec.reset_timezone,
+            "close_grace_seconds": spec.close_grace_seconds,
+            "retention_periods": spec.retention_periods,
+        }
+        game, created = Game.objects.select_for_update().get_or_create(slug=spec.slug, defaults=game_fields)
         if created:
             changes.append(f"created game {spec.slug}")
         else:
-            changes += _update_fields(
-                game, {"name": spec.name, "reset_timezone": spec.reset_timezone}, f"game {spec.slug}"
-            )
+            changes += _update_fields(game, game_fields, f"game {spec.slug}")
         existing = {b.slug: b for b in Board.objects.filter(game=game)}
         for i, bs in enumerate(spec.boards):
             fields = {

@@ -14,6 +14,10 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 CURRENT_WINDOWS = ("all", "daily", "weekly", "monthly", "season")
+# Rolling windows are not written by ingest: a scheduled job builds them from the daily
+# windows (boards/rolling.py). They need the board to keep "daily".
+ROLLING_WINDOWS = {"last7d": 7, "last30d": 30}
+WINDOW_KINDS = CURRENT_WINDOWS + tuple(ROLLING_WINDOWS)
 
 _DAILY = re.compile(r"^daily:(\d{4})-(\d{2})-(\d{2})$")
 _WEEKLY = re.compile(r"^weekly:(\d{4})-W(\d{2})$")
@@ -79,13 +83,15 @@ def resolve(spec: str, now: datetime, tz: str, kinds: Iterable[str], seasons: It
     kinds = set(kinds)
     seasons = list(seasons)
     kind = kind_of(spec)
-    if kind not in CURRENT_WINDOWS or kind not in kinds:
+    if kind not in WINDOW_KINDS or kind not in kinds:
         raise UnknownWindow(f"unknown window {spec!r}")
+    if spec in ROLLING_WINDOWS:
+        return spec
     if spec == "season":
-        current = seasons_at(now, seasons)
+        current = sorted(seasons_at(now, seasons), key=lambda s: s.starts_at)
         if not current:
             raise UnknownWindow("no season is running now")
-        return f"season:{current[0].slug}"
+        return f"season:{current[-1].slug}"  # of overlapping seasons, the one that began last
     if spec in CURRENT_WINDOWS:
         return windows_for(now, tz, [spec], seasons)[0]
     if not _is_valid_explicit(spec, {s.slug for s in seasons}):
@@ -139,3 +145,37 @@ def _local_midnight(day: date, zone: ZoneInfo) -> datetime:
     # As a UTC instant: arithmetic on datetimes sharing a tzinfo is wall-clock arithmetic,
     # which would make a DST day look 24 hours long.
     return datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
+
+
+def expires_at(
+    window: str, tz: str, seasons: Iterable[SeasonSpan], retention_periods: int, grace: timedelta
+) -> datetime | None:
+    """When a window's sorted set may go: `retention_periods` whole periods after the window
+    ends (so the previous day stays readable through today), plus the close grace. None for
+    windows that never end ("all") or are rebuilt on a schedule (rolling)."""
+    if window == "all" or window in ROLLING_WINDOWS:
+        return None
+    start, end = bounds(window, tz, seasons)
+    try:
+        return end + (end - start) * retention_periods + grace
+    except OverflowError:  # a retention beyond year 9999 means "keep"
+        return None
+
+
+def ended_windows(kind: str, now: datetime, tz: str, seasons: Iterable[SeasonSpan], lookback: int) -> list[str]:
+    """Explicit windows of a kind that ended before `now`, the most recent `lookback` of them
+    (every ended season for "season")."""
+    if kind == "season":
+        return [f"season:{s.slug}" for s in seasons if s.ends_at <= now]
+    today = now.astimezone(ZoneInfo(tz)).date()
+    out: list[str] = []
+    if kind == "daily":
+        out = [daily_key(today - timedelta(days=i)) for i in range(1, lookback + 1)]
+    elif kind == "weekly":
+        out = [weekly_key(today - timedelta(weeks=i)) for i in range(1, lookback + 1)]
+    elif kind == "monthly":
+        first = today.replace(day=1)
+        for _ in range(lookback):
+            first = (first - timedelta(days=1)).replace(day=1)
+            out.append(monthly_key(first))
+    return out

@@ -49,7 +49,7 @@ def test_top_paging_and_asc_boards(ranked) -> None:
 def test_top_names_the_explicit_window(ranked) -> None:
     assert top(window="daily:2026-11-28").json()["window"] == "daily:2026-11-28"
     assert top(window="weekly:2026-W48").json()["total"] == 5
-    assert top(window="season").json()["window"] == "season:s1"
+    assert top(window="season:s1").json()["window"] == "season:s1"
     assert top(window="daily:2026-11-27").json() == {
         "game": "chess",
         "board": "rating",
@@ -254,3 +254,15 @@ def test_friends_board_with_a_thousand_friends(server: SignedClient, game) -> No
     assert [e["board_rank"] for e in body["entries"]] == list(range(1, 1002))  # everyone on the board is here
     scores = [e["score"] for e in body["entries"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_current_season_window_resolves_to_the_running_season(ranked, game) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import SeasonFactory
+
+    now = timezone.now()
+    SeasonFactory(game=game, slug="now", starts_at=now - timedelta(days=1), ends_at=now + timedelta(days=1))
+    assert top(window="season").json()["window"] == "season:now"

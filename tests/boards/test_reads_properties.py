@@ -72,7 +72,7 @@ def test_reads_match_reference_model(world, matches, friendships, around, page) 
     game, server = world
     with connection.cursor() as cur:
         cur.execute(
-            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, scores_boardoutbox"
+            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, scores_boardoutbox CASCADE"
         )
     get_redis().flushdb()
     TopApi._local.clear()

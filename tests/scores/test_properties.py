@@ -68,7 +68,7 @@ def _reset(game: Game) -> None:
     with connection.cursor() as cur:
         cur.execute(
             "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, scores_boardoutbox "
-            "RESTART IDENTITY"
+            "RESTART IDENTITY CASCADE"
         )
     get_redis().flushdb()
 

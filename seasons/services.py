@@ -1,0 +1,171 @@
+"""Closing windows: freezing final standings from Postgres, in the contract's order.
+
+The close job runs every minute (Celery beat) and by hand (`close_windows [--now T]`). For
+every board window that ended more than the game's grace period ago and is not frozen yet,
+it copies the window's values into a new standings version with one INSERT ... SELECT
+(ROW_NUMBER over the section 6 order), never a Python loop over players. Running it twice
+freezes once. Season windows wait while a held match could change their top 1000."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from scores import encoding, windows
+from scores.models import Game, Match
+from scores.selectors import BoardConfig, game_config
+from seasons.models import WindowClose, WindowFreeze
+
+log = logging.getLogger(__name__)
+
+# How many past windows of each kind the close job looks at (older ones were closed before).
+LOOKBACK = {"daily": 7, "weekly": 5, "monthly": 3, "season": 0}
+HELD_TOP = 1000
+
+
+@dataclass
+class CloseReport:
+    frozen: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    already: int = 0
+
+
+def windows_close(*, now: datetime | None = None) -> CloseReport:
+    """Freeze every ended, unfrozen window whose grace period has passed."""
+    now = now or timezone.now()
+    report = CloseReport()
+    for game in Game.objects.order_by("id"):
+        config = game_config(game)
+        cutoff = now - timedelta(seconds=game.close_grace_seconds)
+        for board in config.boards.values():
+            candidates = [
+                w
+                for kind in board.windows
+                if kind in LOOKBACK
+                for w in windows.ended_windows(kind, cutoff, game.reset_timezone, config.seasons, LOOKBACK[kind])
+            ]
+            done = set(
+                WindowFreeze.objects.filter(board_id=board.id, window__in=candidates).values_list("window", flat=True)
+            )
+            report.already += len(done)
+            for window in candidates:
+                if window in done:
+                    continue
+                label = f"{game.slug}/{board.slug} {window}"
+                blocking = held_blocking(board, window, config.seasons)
+                if blocking:
+                    _close_state(board.id, window, WindowClose.State.WAITING, blocking)
+                    report.waiting.append(label)
+                    continue
+                if window_freeze(board=board, window=window, reason="window closed") is not None:
+                    report.frozen.append(label)
+    return report
+
+
+def held_blocking(board: BoardConfig, window: str, seasons: tuple[windows.SeasonSpan, ...]) -> str:
+    """Why a season window must not be frozen yet ("" if it may): held matches whose
+    results touch the season's top 1000 (a player in it, or a score that would enter it)."""
+    if not window.startswith("season:"):
+        return ""
+    start, end = windows.bounds(window, board.reset_timezone, seasons)
+    held = list(
+        Match.objects.filter(
+            game_id=board.game_id,
+            status=Match.Status.HELD,
+            ended_at__gte=start,
+            ended_at__lt=end,
+            results__board_id=board.id,
+        )
+        .values_list("match_id", "ended_at", "results__player_id", "results__score")
+        .order_by("match_id")
+    )
+    if not held:
+        return ""
+    with connection.cursor() as cur:
+        cur.execute(
+            'SELECT player_id, encoded, value FROM scores_playervalue WHERE board_id = %s AND "window" = %s '
+            "ORDER BY encoded DESC LIMIT %s",
+            [board.id, window, HELD_TOP],
+        )
+        top = cur.fetchall()
+    top_players = {p: v for p, _, v in top}
+    threshold = top[-1][1] if len(top) >= HELD_TOP else None
+    touching = []
+    for match_id, ended_at, player_id, score in held:
+        value = score + top_players.get(player_id, 0) if board.mode == "total" else score
+        if threshold is None or player_id in top_players or encoding.encode(board, value, ended_at) >= threshold:
+            touching.append(match_id)
+    if not touching:
+        return ""
+    names = ", ".join(sorted(set(touching))[:10])
+    return f"{len(set(touching))} held match(es) touch the top {HELD_TOP}: {names}. Approve or void them to close the season."
+
+
+def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: bool = False) -> WindowFreeze | None:
+    """Freeze a window's standings from Postgres as a new version.
+
+    Without refreeze, does nothing (returns None) if a version exists. With refreeze (after
+    a void), writes the next version and records who moved and by how much."""
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            # one freeze of a board window at a time, across processes
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"freeze:{board.id}:{window}"])
+        previous = WindowFreeze.objects.filter(board_id=board.id, window=window).order_by("-version").first()
+        if previous is not None and not refreeze:
+            return None
+        freeze = WindowFreeze.objects.create(
+            board_id=board.id, window=window, version=previous.version + 1 if previous else 1, reason=reason
+        )
+        rank = (
+            f"RANK() OVER (ORDER BY pv.encoded >> {encoding.TIME_BITS} DESC)"
+            if board.rank_display == "shared"
+            else "ROW_NUMBER() OVER w"
+        )
+        with connection.cursor() as cur:
+            cur.execute(
+                f"""
+                INSERT INTO seasons_standing (freeze_id, position, rank, player_id, value, reached_at, encoded)
+                SELECT %s, ROW_NUMBER() OVER w, {rank}, pv.player_id, pv.value, pv.reached_at, pv.encoded
+                FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+                WHERE pv.board_id = %s AND pv."window" = %s
+                WINDOW w AS (ORDER BY pv.encoded DESC, p.external_id COLLATE "C")
+                """,
+                [freeze.id, board.id, window],
+            )
+            freeze.entries = cur.rowcount
+            if previous is not None:
+                cur.execute(
+                    """
+                    INSERT INTO seasons_standingchange (freeze_id, player_id, old_rank, new_rank, old_value, new_value)
+                    SELECT %s, COALESCE(n.player_id, o.player_id), o.rank, n.rank, o.value, n.value
+                    FROM (SELECT * FROM seasons_standing WHERE freeze_id = %s) n
+                    FULL OUTER JOIN (SELECT * FROM seasons_standing WHERE freeze_id = %s) o ON o.player_id = n.player_id
+                    WHERE n.rank IS DISTINCT FROM o.rank OR n.value IS DISTINCT FROM o.value
+                    """,
+                    [freeze.id, freeze.id, previous.id],
+                )
+        freeze.save(update_fields=["entries"])
+        _close_state(board.id, window, WindowClose.State.FROZEN, f"version {freeze.version}: {freeze.entries} players")
+    log.info("froze %s %s v%d (%d players): %s", board.slug, window, freeze.version, freeze.entries, reason)
+    return freeze
+
+
+def standings_refreeze(*, board: BoardConfig, windows_: list[str], reason: str) -> list[WindowFreeze]:
+    """After values changed in already frozen windows (a void): freeze them again."""
+    from seasons.selectors import frozen_windows
+
+    frozen = frozen_windows((board.id, w) for w in windows_)
+    out = []
+    for _, window in sorted(frozen):
+        freeze = window_freeze(board=board, window=window, reason=reason, refreeze=True)
+        if freeze is not None:
+            out.append(freeze)
+    return out
+
+
+def _close_state(board_id: int, window: str, state: str, detail: str) -> None:
+    WindowClose.objects.update_or_create(board_id=board_id, window=window, defaults={"state": state, "detail": detail})

@@ -1,0 +1,181 @@
+"""Closing windows and frozen standings (contract section 10)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime, timedelta
+
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from boards import keys
+from boards.redis import get_redis
+from scores.models import Board, Match, PlayerValue, Result
+from scores.selectors import cached_board, config_cache_clear
+from seasons import services
+from seasons.models import StandingChange, WindowClose, WindowFreeze
+from tests.boards.conftest import URL, submit
+from tests.conftest import SignedClient
+from tests.scores.test_ingest_api import assert_error
+from tests.seasons.conftest import AFTER_GRACE, DAY
+
+
+def standings(window: str, **params) -> dict:
+    response = Client().get(URL + f"/boards/rating/standings/{window}", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_nothing_is_frozen_before_the_grace_period_ends(day) -> None:
+    report = services.windows_close(now=AFTER_GRACE - timedelta(seconds=1))
+    assert not any("daily:2026-11-27" in label for label in report.frozen)
+    assert_error(Client().get(URL + "/boards/rating/standings/daily:2026-11-27"), 404, "not_frozen")
+
+
+def test_frozen_standings_equal_what_top_showed_at_the_boundary(day) -> None:
+    shown = Client().get(URL + "/boards/rating/top", {"window": f"daily:{DAY}", "limit": 100}).json()
+    report = services.windows_close(now=AFTER_GRACE)
+    assert f"chess/rating daily:{DAY}" in report.frozen
+    frozen = standings(f"daily:{DAY}")
+    assert frozen["version"] == 1 and frozen["total"] == 10 and frozen["window"] == f"daily:{DAY}"
+    assert [(e["rank"], e["player"], e["score"]) for e in frozen["entries"]] == [
+        (e["rank"], e["player"], e["score"]) for e in shown["entries"]
+    ]
+    assert frozen["entries"][0]["player"] == "early"  # reached 100 first
+    assert [e["position"] for e in frozen["entries"]] == list(range(1, 11))
+
+
+def test_closing_twice_freezes_once(day) -> None:
+    services.windows_close(now=AFTER_GRACE)
+    again = services.windows_close(now=AFTER_GRACE + timedelta(minutes=1))
+    assert not again.frozen and again.already > 0
+    assert WindowFreeze.objects.filter(board__slug="rating", window=f"daily:{DAY}").count() == 1
+
+
+def test_close_windows_command_with_now(day) -> None:
+    out = io.StringIO()
+    call_command("close_windows", "--now", AFTER_GRACE.isoformat(), stdout=out)
+    assert f"frozen  chess/rating daily:{DAY}" in out.getvalue()
+    out = io.StringIO()
+    call_command("close_windows", "--now", AFTER_GRACE.isoformat(), stdout=out)
+    assert "0 frozen" in out.getvalue()
+
+
+def test_freezing_is_set_based(day) -> None:
+    """The same statements for 10 players as for 1: no loop over players."""
+    submit(day, "one", [{"player": "solo", "board": "golf", "score": 70}], at=f"{DAY}T10:00:00Z")
+    counted = []
+    for board_slug in ("rating", "golf"):
+        with CaptureQueriesContext(connection) as ctx:
+            freeze = services.window_freeze(
+                board=cached_board("chess", board_slug), window=f"daily:{DAY}", reason="test"
+            )
+        counted.append((freeze.entries, len(ctx.captured_queries)))
+        inserts = [q for q in ctx.captured_queries if "INSERT INTO seasons_standing " in q["sql"]]
+        assert len(inserts) == 1
+    assert counted[0][0] == 10 and counted[1][0] == 1
+    assert counted[0][1] == counted[1][1]
+
+
+def test_shared_boards_freeze_competition_ranks(day, game) -> None:
+    Board.objects.filter(game=game, slug="rating").update(rank_display="shared")
+    config_cache_clear()
+    services.windows_close(now=AFTER_GRACE)
+    ranks = [(e["rank"], e["score"]) for e in standings(f"daily:{DAY}")["entries"]]
+    assert ranks[:4] == [(1, 100), (1, 100), (1, 100), (4, 90)]
+
+
+def test_a_late_result_for_a_frozen_window_counts_in_the_open_ones(day, game) -> None:
+    services.windows_close(now=AFTER_GRACE)
+    body = {
+        "match_id": "late",
+        "ended_at": f"{DAY}T23:59:58Z",
+        "results": [{"player": "late", "board": "rating", "score": 999}],
+    }
+    response = day.post(URL + "/matches", body)
+    assert response.status_code == 201
+    assert response.json()["missed_windows"] == [f"daily:{DAY}"]
+    windows = set(PlayerValue.objects.filter(player__external_id="late").values_list("window", flat=True))
+    assert f"daily:{DAY}" not in windows and {"all", "weekly:2026-W48", "monthly:2026-11", "season:s1"} <= windows
+    assert standings(f"daily:{DAY}")["total"] == 10
+    batch = day.post(URL + "/matches/batch", {"matches": [{**body, "match_id": "late2"}]}).json()["results"][0]
+    assert batch["status"] == "accepted" and batch["missed_windows"] == [f"daily:{DAY}"]
+    normal = day.post(URL + "/matches", {**body, "match_id": "fresh", "ended_at": "2026-11-29T10:00:00Z"})
+    assert "missed_windows" not in normal.json()
+
+
+def test_refreeze_keeps_every_version_and_records_who_moved(day, game) -> None:
+    services.windows_close(now=AFTER_GRACE)
+    board = cached_board("chess", "rating")
+    # what a void does to the durable values: "early" loses their result
+    PlayerValue.objects.filter(board_id=board.id, window=f"daily:{DAY}", player__external_id="early").delete()
+    freezes = services.standings_refreeze(board=board, windows_=[f"daily:{DAY}", "all"], reason="void of d2 by mod")
+    assert [(f.window, f.version) for f in freezes] == [(f"daily:{DAY}", 2)]  # "all" never freezes
+    assert WindowFreeze.objects.filter(board_id=board.id, window=f"daily:{DAY}").count() == 2
+    latest = standings(f"daily:{DAY}")
+    assert latest["version"] == 2 and latest["total"] == 9 and latest["entries"][0]["player"] == "p0"
+    moves = {c.player.external_id: (c.old_rank, c.new_rank) for c in StandingChange.objects.select_related("player")}
+    assert moves["early"] == (1, None)
+    assert moves["p0"] == (2, 1) and moves["p8"] == (10, 9)
+
+
+def test_season_close_waits_for_held_matches_in_its_top(server: SignedClient, game) -> None:
+    submit(server, "s", [{"player": "a", "board": "rating", "score": 50}], at="2026-11-20T00:00:00Z")
+    held = Match.objects.create(
+        game=game, match_id="h", ended_at=datetime(2026, 12, 1, tzinfo=UTC), body_hash="x", status="held"
+    )
+    Result.objects.create(
+        match=held, player=PlayerValue.objects.first().player, board=game.boards.get(slug="rating"), score=70
+    )
+    after_season = datetime(2027, 2, 1, 0, 10, tzinfo=UTC)
+    report = services.windows_close(now=after_season)
+    assert "chess/rating season:s1" in report.waiting
+    state = WindowClose.objects.get(board__slug="rating", window="season:s1")
+    assert state.state == "waiting" and "h" in state.detail and "top 1000" in state.detail
+    held.status = "accepted"
+    held.save()
+    assert "chess/rating season:s1" in services.windows_close(now=after_season).frozen
+    assert WindowClose.objects.get(board__slug="rating", window="season:s1").state == "frozen"
+
+
+def test_standings_endpoint_errors_and_paging(day) -> None:
+    assert_error(Client().get(URL + "/boards/rating/standings/daily"), 404, "unknown_window")
+    assert_error(Client().get(URL + "/boards/rating/standings/yearly:2026"), 404)
+    assert_error(Client().get(URL + "/boards/nope/standings/daily:2026-11-27"), 404, "unknown_board")
+    services.windows_close(now=AFTER_GRACE)
+    page = standings(f"daily:{DAY}", limit=3, offset=2)
+    assert [e["position"] for e in page["entries"]] == [3, 4, 5]
+    assert_error(Client().get(URL + f"/boards/rating/standings/daily:{DAY}", {"limit": 0}), 400)
+
+
+def test_admin_exports_standings_as_csv(day) -> None:
+    services.windows_close(now=AFTER_GRACE)
+    User.objects.create_superuser("admin", "a@example.com", "pw")
+    client = Client()
+    client.login(username="admin", password="pw")
+    freeze = WindowFreeze.objects.get(board__slug="rating", window=f"daily:{DAY}")
+    response = client.post("/admin/seasons/windowfreeze/", {"action": "export_csv", "_selected_action": [freeze.pk]})
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert len(rows) == 10 and rows[0]["player"] == "early" and rows[0]["rank"] == "1"
+    assert client.get(f"/admin/seasons/windowfreeze/{freeze.pk}/change/").status_code == 200
+    assert client.get("/admin/seasons/windowclose/").status_code == 200
+
+
+def test_closed_windows_expire_from_redis_after_their_retention(server: SignedClient, game) -> None:
+    game.retention_periods = 1
+    game.save()
+    config_cache_clear()
+    submit(server, "x", [{"player": "a", "board": "rating", "score": 5}], at="2026-11-27T10:00:00Z")
+    board = cached_board("chess", "rating")
+    r = get_redis()
+    daily_ttl = r.expiretime(keys.board_key(board.id, "daily:2026-11-27"))
+    # the next day stays readable through one more day, plus the close grace
+    assert daily_ttl == int(datetime(2026, 11, 29, 0, 5, tzinfo=UTC).timestamp()) or daily_ttl == -2
+    assert r.ttl(keys.board_key(board.id, "all")) == -1
+    weekly = r.expiretime(keys.board_key(board.id, "weekly:2026-W48"))
+    assert weekly == int(datetime(2026, 12, 7, 0, 5, tzinfo=UTC).timestamp())  # W48 ends Nov 30, + 1 week
