@@ -65,6 +65,9 @@ class ResultInSerializer(serializers.Serializer):
     score = StrictIntegerField()
     display_name = serializers.CharField(min_length=1, max_length=64, required=False)
     metadata = MetadataField(required=False)
+    region = serializers.RegexField(
+        SLUG_RE, max_length=64, required=False, help_text="The player's region (fixed for a season)."
+    )
 
 
 class MatchInSerializer(serializers.Serializer):

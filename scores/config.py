@@ -34,6 +34,13 @@ class BoardSpec:
     max_score: int
     max_total: int | None
     rank_display: str
+    regions: bool = False
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    slug: str
+    timezone: str
 
 
 @dataclass(frozen=True)
@@ -53,10 +60,14 @@ class GameSpec:
     retention_periods: int
     boards: tuple[BoardSpec, ...]
     seasons: tuple[SeasonSpec, ...]
+    regions: tuple[RegionSpec, ...] = ()
 
 
 _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods"}
-_BOARD_KEYS = {"slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display"}
+_BOARD_KEYS = {
+    "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
+}  # fmt: skip
+_REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
 
 
@@ -65,7 +76,7 @@ def parse_game_config(text: str) -> GameSpec:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("(file)", f"not valid TOML: {exc}") from None
-    _no_unknown(doc, {"game", "boards", "seasons"}, "")
+    _no_unknown(doc, {"game", "boards", "seasons", "regions"}, "")
     game = doc.get("game")
     if not isinstance(game, dict):
         raise ConfigError("game", "a [game] table is required")
@@ -79,6 +90,11 @@ def parse_game_config(text: str) -> GameSpec:
     seasons = tuple(_season(s, i) for i, s in enumerate(_tables(doc, "seasons")))
     _unique([b.slug for b in boards], "boards", "slug")
     _unique([s.slug for s in seasons], "seasons", "slug")
+    regions = tuple(_region(r, i) for i, r in enumerate(_tables(doc, "regions")))
+    _unique([r.slug for r in regions], "regions", "slug")
+    for i, b in enumerate(boards):
+        if b.regions and not regions:
+            raise ConfigError(f"boards[{i}].regions", "a regional board needs [[regions]] in the file")
     return GameSpec(
         slug=_slug(game, "game."),
         name=_str(game, "name", "game."),
@@ -87,6 +103,7 @@ def parse_game_config(text: str) -> GameSpec:
         retention_periods=_int(game, "retention_periods", "game.", default=1, low=0),
         boards=boards,
         seasons=seasons,
+        regions=regions,
     )
 
 
@@ -129,12 +146,31 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         max_score=max_score,
         max_total=max_total,
         rank_display=_choice(raw, "rank_display", p, ("unique", "shared"), "unique"),
+        regions=_bool(raw, "regions", p, default=False),
     )
     problem = encoding.budget_problem(spec)
     if problem:
         key = "max_total" if mode == "total" else "max_score"
         raise ConfigError(p + key, problem)
     return spec
+
+
+def _region(raw: dict[str, Any], i: int) -> RegionSpec:
+    p = f"regions[{i}]."
+    _no_unknown(raw, _REGION_KEYS, p)
+    tz = _str(raw, "timezone", p)
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(p + "timezone", f"{tz!r} is not an IANA time zone name") from None
+    return RegionSpec(slug=_slug(raw, p), timezone=tz)
+
+
+def _bool(raw: dict[str, Any], key: str, p: str, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(p + key, "true or false")
+    return value
 
 
 def _season(raw: dict[str, Any], i: int) -> SeasonSpec:

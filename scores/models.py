@@ -49,6 +49,8 @@ class Board(models.Model):
     # Only for total boards: the largest total the ranking distinguishes (see docs/encoding.md).
     max_total = models.BigIntegerField(null=True, blank=True)
     rank_display = models.CharField(max_length=6, choices=RankDisplay.choices, default=RankDisplay.UNIQUE)
+    # also keep one board per region of the game, each rolling over at its region's midnight
+    regions = models.BooleanField(default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]
@@ -71,6 +73,18 @@ class Season(models.Model):
                 condition=models.Q(ends_at__gt=models.F("starts_at")), name="season_ends_after_start"
             ),
         ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Region(models.Model):
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="regions")
+    slug = models.CharField(max_length=64, validators=[slug_validator])
+    timezone = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["game", "slug"], name="region_unique_slug_per_game")]
 
     def __str__(self) -> str:
         return self.slug
@@ -205,3 +219,22 @@ class Friendship(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id} ~ {self.friend_id}"
+
+
+class PlayerRegion(models.Model):
+    """The region a player plays in during a season (season NULL: outside any season).
+    Set by the first result that names it; it cannot change within the season."""
+
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="regions")
+    season = models.ForeignKey(Season, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    region = models.ForeignKey(Region, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["player", "season"], name="playerregion_one_per_season", nulls_distinct=False
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player_id} in {self.region_id} ({self.season_id})"

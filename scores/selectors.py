@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -13,8 +13,15 @@ from django.db import connection
 from django.db.models.signals import post_delete, post_save
 
 from scores import encoding, windows
-from scores.models import Board, Friendship, Game, Player, Season
+from scores.models import Board, Friendship, Game, Player, Region, Season
 from scores.windows import SeasonSpan
+
+
+@dataclass(frozen=True)
+class RegionConfig:
+    id: int
+    slug: str
+    timezone: str
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,13 @@ class GameConfig:
     game: Game
     boards: dict[str, BoardConfig]
     seasons: tuple[SeasonSpan, ...]
+    regions: dict[str, RegionConfig] = field(default_factory=dict)
+    season_ids: dict[str, int] = field(default_factory=dict)
+
+    def timezone_of(self, window: str) -> str:
+        """The time zone a window rolls over in: its region's, or the game's."""
+        region = windows.split_region(window)[0]
+        return self.regions[region].timezone if region else self.game.reset_timezone
 
 
 def game_get(slug: str) -> Game | None:
@@ -64,6 +78,10 @@ class BoardConfig:
     max_total: int | None
     rank_display: str
     seasons: tuple[SeasonSpan, ...]
+    regions: tuple[RegionConfig, ...] = ()  # empty unless the board keeps regional boards
+
+    def region(self, slug: str) -> RegionConfig | None:
+        return next((r for r in self.regions if r.slug == slug), None)
 
 
 _CONFIG_TTL = 5.0  # seconds: how long an edited game config may take to reach every process
@@ -75,7 +93,13 @@ def _load_game(slug: str) -> GameConfig | None:
     game = game_get(slug)
     if game is None:
         return None
-    seasons = season_spans(game.id)
+    season_rows = list(
+        Season.objects.filter(game=game).order_by("starts_at").values_list("id", "slug", "starts_at", "ends_at")
+    )
+    seasons = tuple(SeasonSpan(slug, starts, ends) for _, slug, starts, ends in season_rows)
+    regions = {
+        r.slug: RegionConfig(r.id, r.slug, r.timezone) for r in Region.objects.filter(game=game).order_by("slug")
+    }
     boards = {
         b.slug: BoardConfig(
             id=b.id,
@@ -92,10 +116,12 @@ def _load_game(slug: str) -> GameConfig | None:
             max_total=b.max_total,
             rank_display=b.rank_display,
             seasons=seasons,
+            regions=tuple(regions.values()) if b.regions else (),
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }
-    return GameConfig(game=game, boards=boards, seasons=seasons)
+    season_ids = {slug: pk for pk, slug, _, _ in season_rows}
+    return GameConfig(game=game, boards=boards, seasons=seasons, regions=regions, season_ids=season_ids)
 
 
 def cached_game_config(slug: str) -> GameConfig | None:
@@ -134,8 +160,15 @@ def window_expiry(board_id: int, window: str) -> int | None:
     if config is None:
         return None
     game = config.game
+    region = windows.split_region(window)[0]
+    if region and region not in config.regions:
+        return None
     moment = windows.expires_at(
-        window, game.reset_timezone, config.seasons, game.retention_periods, timedelta(seconds=game.close_grace_seconds)
+        window,
+        config.timezone_of(window),
+        config.seasons,
+        game.retention_periods,
+        timedelta(seconds=game.close_grace_seconds),
     )
     return int(moment.timestamp()) if moment else None
 
@@ -149,7 +182,7 @@ def config_cache_clear(**kwargs: Any) -> None:
         _config_cache.clear()
 
 
-for _model in (Game, Board, Season):
+for _model in (Game, Board, Season, Region):
     post_save.connect(config_cache_clear, sender=_model, dispatch_uid=f"config-cache-{_model.__name__}-save")
     post_delete.connect(config_cache_clear, sender=_model, dispatch_uid=f"config-cache-{_model.__name__}-delete")
 

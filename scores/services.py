@@ -12,6 +12,7 @@ and after commit sends `score_accepted` so boards/ mirrors the new absolute valu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import secrets
@@ -29,10 +30,20 @@ from leaderboard_project.errors import ApiError, Conflict
 from scores import encoding
 from scores.auth import make_player_token, server_key_secret
 from scores.config import ConfigError, GameSpec
-from scores.models import Board, BoardOutbox, Friendship, Game, Player, PlayerValue, Season, ServerKey
+from scores.models import (
+    Board,
+    BoardOutbox,
+    Friendship,
+    Game,
+    Player,
+    PlayerValue,
+    Region,
+    Season,
+    ServerKey,
+)
 from scores.selectors import GameConfig, game_config
 from scores.signals import friends_changed, score_accepted
-from scores.windows import bounds, windows_for
+from scores.windows import bounds, in_region, seasons_at, windows_for
 from seasons.selectors import frozen_windows
 
 
@@ -51,6 +62,7 @@ class ResultIn:
     score: int
     display_name: str | None = None
     metadata: dict[str, Any] | None = None
+    region: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,7 @@ class MatchIn:
                     "score": r.score,
                     "display_name": r.display_name,
                     "metadata": r.metadata,
+                    **({"region": r.region} if r.region is not None else {}),
                 }
                 for r in self.results
             ],
@@ -108,12 +121,103 @@ def _check_match(config: GameConfig, match: MatchIn, now: datetime) -> None:
         board = config.boards.get(result.board)
         if board is None:
             raise InvalidMatch(f"results[{i}].board: unknown board {result.board!r}", code="unknown_board")
+        if result.region is not None and result.region not in config.regions:
+            raise InvalidMatch(f"results[{i}].region: unknown region {result.region!r}", code="unknown_region")
         if not board.min_score <= result.score <= board.max_score:
             raise InvalidMatch(
                 f"results[{i}].score: {result.score} is outside [{board.min_score}, {board.max_score}] "
                 f"of board {board.slug!r}",
                 code="score_out_of_bounds",
             )
+
+
+# --- regions ---------------------------------------------------------------------------------
+
+ClaimKey = tuple[str, str | None]  # (player id, season slug or None outside seasons)
+
+
+def _claim_seasons(config: GameConfig, ended_at: datetime) -> list[str | None]:
+    return [s.slug for s in seasons_at(ended_at, config.seasons)] or [None]
+
+
+def _region_claims_load(config: GameConfig, matches: Sequence[MatchIn]) -> dict[ClaimKey, str]:
+    """The regions already recorded for the players of these matches (no query for games
+    without regions)."""
+    if not config.regions:
+        return {}
+    players = sorted({r.player for m in matches for r in m.results})
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT p.external_id, s.slug, r.slug
+            FROM scores_playerregion pr
+            JOIN scores_player p ON p.id = pr.player_id
+            JOIN scores_region r ON r.id = pr.region_id
+            LEFT JOIN scores_season s ON s.id = pr.season_id
+            WHERE p.game_id = %s AND p.external_id = ANY(%s)
+            """,
+            [config.game.id, players],
+        )
+        return {(player, season): region for player, season, region in cur.fetchall()}
+
+
+def _regionalize(config: GameConfig, match: MatchIn, claims: dict[ClaimKey, str]) -> MatchIn:
+    """Check the match's regions against the players' recorded ones and fill in the known
+    region of results that name none. Records the match's claims in `claims`."""
+    if not config.regions:
+        return match
+    seasons = _claim_seasons(config, match.ended_at)
+    mine: dict[ClaimKey, str] = {}
+    results = []
+    for i, r in enumerate(match.results):
+        region = r.region
+        for season in seasons:
+            known = mine.get((r.player, season)) or claims.get((r.player, season))
+            if region is None:
+                region = known
+            elif known is not None and known != region:
+                during = f"season {season}" if season else "this off-season"
+                raise InvalidMatch(
+                    f"results[{i}].region: player {r.player!r} plays in region {known!r} during {during}; "
+                    "a player's region cannot change within a season",
+                    code="region_changed",
+                )
+        if region is not None:
+            mine.update({(r.player, season): region for season in seasons})
+        results.append(r if region == r.region else dataclasses.replace(r, region=region))
+    claims.update(mine)
+    return dataclasses.replace(match, results=tuple(results))
+
+
+def _region_claims_store(config: GameConfig, matches: list[tuple[int, MatchIn]], player_ids: dict[str, int]) -> None:
+    """Record new (player, season) -> region claims. The unique constraint decides between
+    two requests racing to set different regions: the loser is refused whole (409)."""
+    wanted: dict[tuple[int, int | None], int] = {}
+    for _, match in matches:
+        for season in _claim_seasons(config, match.ended_at):
+            for r in match.results:
+                if r.region is not None:
+                    season_id = config.season_ids[season] if season else None
+                    wanted[(player_ids[r.player], season_id)] = config.regions[r.region].id
+    if not wanted:
+        return
+    rows = sorted(wanted.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO scores_playerregion (player_id, season_id, region_id)
+            SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])
+            ON CONFLICT (player_id, season_id) DO NOTHING
+            """,
+            [[p for (p, _), _ in rows], [s for (_, s), _ in rows], [r for _, r in rows]],
+        )
+        cur.execute(
+            "SELECT player_id, season_id, region_id FROM scores_playerregion WHERE player_id = ANY(%s)",
+            [sorted({p for p, _ in wanted})],
+        )
+        stored = {(p, s): r for p, s, r in cur.fetchall()}
+    if any(stored.get(key) != region for key, region in wanted.items()):
+        raise MatchConflict("a player's region was set by another request at the same time; retry")
 
 
 def match_submit(*, game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome:
@@ -133,13 +237,16 @@ def matches_submit(
     outcomes: list[MatchOutcome | None] = [None] * len(matches)
     candidates: dict[str, tuple[int, MatchIn, str]] = {}
     repeats: list[tuple[int, MatchIn, str]] = []
+    claims = _region_claims_load(config, matches)
     for i, match in enumerate(matches):
+        digest = match.body_hash()  # of the match as sent, before regions are filled in
         try:
             _check_match(config, match, now)
+            match = _regionalize(config, match, claims)
         except InvalidMatch as exc:
             outcomes[i] = MatchOutcome(match.match_id, "rejected", error=exc)
             continue
-        item = (i, match, match.body_hash())
+        item = (i, match, digest)
         if match.match_id in candidates:
             repeats.append(item)  # the same match twice in one batch: judged against the first
         else:
@@ -249,13 +356,10 @@ def _display_names(matches: list[tuple[int, MatchIn]]) -> dict[str, str]:
 def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]], now: datetime) -> dict[int, list[str]]:
     """Store results and their values; return, per match pk, the frozen windows it missed."""
     player_ids = _players_upsert(config.game, _display_names(matches))
-    tz = config.game.reset_timezone
-    counted = {
-        (pk, r.board): windows_for(match.ended_at, tz, config.boards[r.board].windows, config.seasons)
-        for pk, match in matches
-        for r in match.results
-    }
-    frozen = _frozen({(config.boards[b].id, w) for (_, b), ws in counted.items() for w in ws}, config, now)
+    if config.regions:
+        _region_claims_store(config, matches, player_ids)
+    counted = {(pk, r.board, r.region): _windows_of(config, match, r) for pk, match in matches for r in match.results}
+    frozen = _frozen({(config.boards[b].id, w) for (_, b, _), ws in counted.items() for w in ws}, config, now)
     missed: dict[int, list[str]] = {}
     rows: list[tuple[int, int, int, int, str | None]] = []
     # (board_id, window, player_id) -> aggregated value of this request
@@ -267,7 +371,7 @@ def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]], now: 
             rows.append(
                 (match_pk, player_id, board.id, r.score, json.dumps(r.metadata) if r.metadata is not None else None)
             )
-            for window in counted[(match_pk, r.board)]:
+            for window in counted[(match_pk, r.board, r.region)]:
                 if (board.id, window) in frozen:
                     missed.setdefault(match_pk, []).append(window)
                 else:
@@ -289,12 +393,22 @@ def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]], now: 
     return {pk: sorted(set(ws)) for pk, ws in missed.items()}
 
 
+def _windows_of(config: GameConfig, match: MatchIn, r: ResultIn) -> list[str]:
+    """The global windows of a result, and its region's on a regional board."""
+    board = config.boards[r.board]
+    found = windows_for(match.ended_at, config.game.reset_timezone, board.windows, config.seasons)
+    if board.regions and r.region is not None:
+        tz = config.regions[r.region].timezone
+        found += [in_region(r.region, w) for w in windows_for(match.ended_at, tz, board.windows, config.seasons)]
+    return found
+
+
 def _frozen(pairs: set[tuple[int, str]], config: GameConfig, now: datetime) -> set[tuple[int, str]]:
     """Which of these board windows are frozen. Only windows that have ended can be, so the
     usual submission (for windows still open) costs no query."""
     ended = set()
     for board_id, window in pairs:
-        span = bounds(window, config.game.reset_timezone, config.seasons)
+        span = bounds(window, config.timezone_of(window), config.seasons)
         if span is not None and span[1] <= now:
             ended.add((board_id, window))
     return frozen_windows(ended) if ended else set()
@@ -472,6 +586,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "max_score": bs.max_score,
                 "max_total": bs.max_total,
                 "rank_display": bs.rank_display,
+                "regions": bs.regions,
             }
             board = existing.get(bs.slug)
             if board is None:
@@ -485,6 +600,14 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                     "change how they rank. Create a new board instead.",
                 )
             changes += _update_fields(board, fields, f"board {bs.slug}")
+        existing_regions = {r.slug: r for r in Region.objects.filter(game=game)}
+        for rs in spec.regions:
+            region = existing_regions.get(rs.slug)
+            if region is None:
+                Region.objects.create(game=game, slug=rs.slug, timezone=rs.timezone)
+                changes.append(f"created region {rs.slug}")
+            else:
+                changes += _update_fields(region, {"timezone": rs.timezone}, f"region {rs.slug}")
         existing_seasons = {s.slug: s for s in Season.objects.filter(game=game)}
         for ss in spec.seasons:
             fields = {"name": ss.name, "starts_at": ss.starts_at, "ends_at": ss.ends_at}

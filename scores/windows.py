@@ -72,7 +72,22 @@ def windows_for(ended_at: datetime, tz: str, kinds: Iterable[str], seasons: Iter
 
 
 def kind_of(window: str) -> str:
-    return window.split(":", 1)[0]
+    return split_region(window)[1].split(":", 1)[0]
+
+
+# Regional boards keep a board per region: its windows are the global window names behind
+# the region's slug ("eu/daily:2026-11-29"), rolling over at the region's own midnight.
+
+
+def in_region(region: str, window: str) -> str:
+    return f"{region}/{window}"
+
+
+def split_region(window: str) -> tuple[str | None, str]:
+    if "/" in window:
+        region, rest = window.split("/", 1)
+        return region, rest
+    return None, window
 
 
 def resolve(spec: str, now: datetime, tz: str, kinds: Iterable[str], seasons: Iterable[SeasonSpan]) -> str:
@@ -118,7 +133,9 @@ def _is_valid_explicit(spec: str, season_slugs: set[str]) -> bool:
 
 
 def bounds(window: str, tz: str, seasons: Iterable[SeasonSpan]) -> tuple[datetime, datetime] | None:
-    """The [start, end) instants of an explicit window; None for "all"."""
+    """The [start, end) instants of an explicit window; None for "all". For a regional
+    window, tz must be the region's."""
+    window = split_region(window)[1]
     zone = ZoneInfo(tz)
     if window == "all":
         return None
@@ -153,7 +170,8 @@ def expires_at(
     """When a window's sorted set may go: `retention_periods` whole periods after the window
     ends (so the previous day stays readable through today), plus the close grace. None for
     windows that never end ("all") or are rebuilt on a schedule (rolling)."""
-    if window == "all" or window in ROLLING_WINDOWS:
+    base = split_region(window)[1]
+    if base == "all" or base in ROLLING_WINDOWS:
         return None
     start, end = bounds(window, tz, seasons)
     try:

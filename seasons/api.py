@@ -17,6 +17,7 @@ from seasons.selectors import latest_freeze, standings_page
 class StandingsQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
     offset = serializers.IntegerField(min_value=0, default=0)
+    region = serializers.CharField(required=False)
 
 
 class StandingSerializer(serializers.Serializer):
@@ -41,7 +42,7 @@ class StandingsOutSerializer(serializers.Serializer):
 class StandingsApi(APIView):
     @extend_schema(
         operation_id="boards_standings",
-        parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int), OpenApiParameter("region", str)],
         responses={
             200: StandingsOutSerializer,
             400: ErrorBodySerializer,
@@ -52,10 +53,15 @@ class StandingsApi(APIView):
     def get(self, request: Request, game: str, board: str, window: str) -> Response:
         cfg = _board(game, board)
         q = _query(StandingsQuerySerializer, request)
-        if windows.kind_of(window) not in cfg.windows or window in windows.CURRENT_WINDOWS:
+        if windows.kind_of(window) not in cfg.windows or window in windows.CURRENT_WINDOWS or "/" in window:
             raise NotFound(
                 f"unknown window {window!r}: name an explicit window, e.g. daily:2026-11-28", code="unknown_window"
             )
+        region = q.get("region")
+        if region:
+            if cfg.region(region) is None:
+                raise NotFound(f"board {board!r} has no region {region!r}", code="unknown_region")
+            window = windows.in_region(region, window)
         freeze = latest_freeze(cfg.id, window)
         if freeze is None:
             raise NotFound(f"the standings of {window} are not frozen yet", code="not_frozen")

@@ -42,11 +42,14 @@ def windows_close(*, now: datetime | None = None) -> CloseReport:
         config = game_config(game)
         cutoff = now - timedelta(seconds=game.close_grace_seconds)
         for board in config.boards.values():
+            # the global board, then each region's board, rolling over at its own midnight
+            zones = [(None, game.reset_timezone)] + [(r.slug, r.timezone) for r in board.regions]
             candidates = [
-                w
+                windows.in_region(region, w) if region else w
+                for region, tz in zones
                 for kind in board.windows
                 if kind in LOOKBACK
-                for w in windows.ended_windows(kind, cutoff, game.reset_timezone, config.seasons, LOOKBACK[kind])
+                for w in windows.ended_windows(kind, cutoff, tz, config.seasons, LOOKBACK[kind])
             ]
             done = set(
                 WindowFreeze.objects.filter(board_id=board.id, window__in=candidates).values_list("window", flat=True)

@@ -36,7 +36,7 @@ def test_top_costs_no_query_once_warm_and_one_when_cold(crowd) -> None:
     config_cache_clear()
     cold, body = queries(Client(), URL + "/boards/rating/top?limit=100")
     assert len(body["entries"]) == 100
-    assert cold == 4  # game config (game, seasons, boards), then one batch of profiles for the whole page
+    assert cold == 5  # game config (game, seasons, regions, boards), then one batch of profiles for the whole page
     warm, _ = queries(Client(), URL + "/boards/rating/top?limit=100")
     assert warm == 0
 
@@ -45,8 +45,8 @@ def test_player_standing_queries_are_pinned(crowd) -> None:
     config_cache_clear()
     first, body = queries(crowd, URL + "/boards/rating/players/p050?around=50")
     assert len(body["around"]) == 100  # everyone: p050 is 50th of 100
-    # the server key (auth), game config (game, seasons, boards), the player id, one profiles batch
-    assert first == 6
+    # the server key (auth), game config (game, seasons, regions, boards), the player id, one profiles batch
+    assert first == 7
     again, _ = queries(crowd, URL + "/boards/rating/players/p050?around=50")
     assert again == 1  # only the server key: names, ids and profiles come from the cache
 
