@@ -14,24 +14,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from boards import selectors
+from boards import histogram, selectors
 from boards.throttles import AddressReadThrottle, PlayerReadThrottle
-from leaderboard_project.errors import NotFound
+from leaderboard_project.errors import ErrorBodySerializer, NotFound
 from scores import windows
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
 from scores.models import ServerKey
 from scores.selectors import BoardConfig, cached_board, cached_game
 
 TOP_CACHE_SECONDS = 1.0
-
-
-class ErrorSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-
-
-class ErrorBodySerializer(serializers.Serializer):
-    error = ErrorSerializer()
 
 
 class EntrySerializer(serializers.Serializer):
@@ -44,6 +35,7 @@ class EntrySerializer(serializers.Serializer):
 
 class TopQuerySerializer(serializers.Serializer):
     window = serializers.CharField(default="all")
+    region = serializers.CharField(required=False)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
     offset = serializers.IntegerField(min_value=0, max_value=10_000, default=0)
 
@@ -59,6 +51,7 @@ class TopOutSerializer(serializers.Serializer):
 
 class PlayerQuerySerializer(serializers.Serializer):
     window = serializers.CharField(default="all")
+    region = serializers.CharField(required=False)
     around = serializers.IntegerField(min_value=0, max_value=50, default=2)
 
 
@@ -79,6 +72,7 @@ class PlayerOutSerializer(serializers.Serializer):
 
 class WindowQuerySerializer(serializers.Serializer):
     window = serializers.CharField(default="all")
+    region = serializers.CharField(required=False)
 
 
 class FriendEntrySerializer(serializers.Serializer):
@@ -108,11 +102,19 @@ def _board(game: str, board: str) -> BoardConfig:
     return found
 
 
-def _window(board: BoardConfig, spec: str) -> str:
+def _window(board: BoardConfig, spec: str, region: str | None = None) -> str:
+    """The explicit window a query means; with ?region=, the region's board of it."""
+    tz = board.reset_timezone
+    if region:
+        found = board.region(region)
+        if found is None:
+            raise NotFound(f"board {board.slug!r} has no region {region!r}", code="unknown_region")
+        tz = found.timezone
     try:
-        return windows.resolve(spec, timezone.now(), board.reset_timezone, board.windows, board.seasons)
+        window = windows.resolve(spec, timezone.now(), tz, board.windows, board.seasons)
     except windows.UnknownWindow as exc:
         raise NotFound(str(exc), code="unknown_window") from None
+    return windows.in_region(region, window) if region else window
 
 
 def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -121,10 +123,11 @@ def _query(serializer_class: type[serializers.Serializer], request: Request) -> 
     return query.validated_data
 
 
+REGION_PARAM = OpenApiParameter("region", str, description="a region's board (boards with regions = true)")
 WINDOW_PARAM = OpenApiParameter(
     "window",
     str,
-    description="all (default), daily, weekly, monthly, season, or explicit: daily:2026-11-29, weekly:2026-W48, monthly:2026-11, season:<slug>",
+    description="all (default), daily, weekly, monthly, season, last7d, last30d, or explicit: daily:2026-11-29, weekly:2026-W48, monthly:2026-11, season:<slug>",
 )
 NOT_FOUND = OpenApiResponse(ErrorBodySerializer, description="unknown game, board, player or window")
 
@@ -155,14 +158,14 @@ class TopApi(APIView):
 
     @extend_schema(
         operation_id="boards_top",
-        parameters=[WINDOW_PARAM, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        parameters=[WINDOW_PARAM, REGION_PARAM, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
         responses={200: TopOutSerializer, 400: ErrorBodySerializer, 404: NOT_FOUND},
         summary="The top of a board",
     )
     def get(self, request: Request, game: str, board: str) -> Response:
         cfg = _board(game, board)
         q = _query(TopQuerySerializer, request)
-        window = _window(cfg, q["window"])
+        window = _window(cfg, q["window"], q.get("region"))
         key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
         body = self._cached(key)
         if body is None:
@@ -214,7 +217,11 @@ class PlayerReadApi(APIView):
 class PlayerStandingApi(PlayerReadApi):
     @extend_schema(
         operation_id="boards_player",
-        parameters=[WINDOW_PARAM, OpenApiParameter("around", int, description="neighbours on each side, 0-50")],
+        parameters=[
+            WINDOW_PARAM,
+            REGION_PARAM,
+            OpenApiParameter("around", int, description="neighbours on each side, 0-50"),
+        ],
         responses={
             200: PlayerOutSerializer,
             401: ErrorBodySerializer,
@@ -227,7 +234,7 @@ class PlayerStandingApi(PlayerReadApi):
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
         cfg = _board(game, board)
         q = _query(PlayerQuerySerializer, request)
-        window = _window(cfg, q["window"])
+        window = _window(cfg, q["window"], q.get("region"))
         pk = self.player_pk(request, cfg, player)
         standing = selectors.player_standing(cfg, window, pk, q["around"])
         me = standing.me
@@ -254,7 +261,7 @@ class PlayerStandingApi(PlayerReadApi):
 class FriendsBoardApi(PlayerReadApi):
     @extend_schema(
         operation_id="boards_friends",
-        parameters=[WINDOW_PARAM],
+        parameters=[WINDOW_PARAM, REGION_PARAM],
         responses={
             200: FriendsOutSerializer,
             401: ErrorBodySerializer,
@@ -266,7 +273,8 @@ class FriendsBoardApi(PlayerReadApi):
     )
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
         cfg = _board(game, board)
-        window = _window(cfg, _query(WindowQuerySerializer, request)["window"])
+        q = _query(WindowQuerySerializer, request)
+        window = _window(cfg, q["window"], q.get("region"))
         pk = self.player_pk(request, cfg, player)
         friends = selectors.friends_board(cfg, window, pk)
         body = FriendsOutSerializer(
@@ -275,3 +283,54 @@ class FriendsBoardApi(PlayerReadApi):
         if friends.degraded:
             body["degraded"] = True
         return Response(body)
+
+
+class HistogramBucketSerializer(serializers.Serializer):
+    min = serializers.IntegerField()
+    max = serializers.IntegerField()
+    count = serializers.IntegerField()
+
+
+class HistogramOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    total = serializers.IntegerField()
+    refreshed_at = serializers.DateTimeField(allow_null=True)
+    buckets = HistogramBucketSerializer(many=True)
+    degraded = serializers.BooleanField(required=False)
+
+
+HISTOGRAM_MAX_AGE = 60
+
+
+class HistogramApi(APIView):
+    """Public. The score distribution, refreshed on a schedule (boards/histogram.py); a
+    window not refreshed yet is computed once on the first read."""
+
+    @extend_schema(
+        operation_id="boards_histogram",
+        parameters=[WINDOW_PARAM, REGION_PARAM],
+        responses={200: HistogramOutSerializer, 400: ErrorBodySerializer, 404: NOT_FOUND},
+        summary="How many players stand in each score bucket (lowest value first); may be minutes old",
+    )
+    def get(self, request: Request, game: str, board: str) -> Response:
+        cfg = _board(game, board)
+        q = _query(WindowQuerySerializer, request)
+        window = _window(cfg, q["window"], q.get("region"))
+        found = histogram.histogram_read(cfg, window)
+        body = HistogramOutSerializer(
+            {
+                "game": game,
+                "board": board,
+                "window": window,
+                "total": found.total,
+                "refreshed_at": found.refreshed_at,
+                "buckets": found.buckets,
+            }
+        ).data
+        if found.degraded:
+            body["degraded"] = True
+        response = Response(body)
+        response["Cache-Control"] = f"public, max-age={1 if found.degraded else HISTOGRAM_MAX_AGE}"
+        return response

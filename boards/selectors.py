@@ -115,7 +115,10 @@ def _profiles(board: BoardConfig, window: str, members: dict[int, int]) -> dict[
     if missing:
         loaded = selectors.profiles(board.id, window, missing)
         found.update(loaded)
-        cache.set_many({cache_keys[pk]: p for pk, p in loaded.items() if p.encoded == members[pk]}, timeout=PROFILE_TTL)
+        # a profile whose value Postgres has moved on from is not cached under the old score;
+        # rolling windows have no value row (encoded None) and are cached as they are
+        fresh = {cache_keys[pk]: p for pk, p in loaded.items() if p.encoded in (members[pk], None)}
+        cache.set_many(fresh, timeout=PROFILE_TTL)
     return found
 
 

@@ -21,6 +21,7 @@ from boards import keys
 from boards.redis import REDIS_DOWN, get_redis
 from scores.models import Board, BoardOutbox
 from scores.selectors import window_expiry
+from scores.windows import ROLLING_WINDOWS
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,8 @@ def _board_swap(r, token: str, board_id: int, built: dict[str, int]) -> None:
         pipe.persist(target)
         live.discard(target)
     for stale in live:  # windows with no values left in Postgres
-        pipe.delete(stale)
+        if keys.window_of(stale) not in ROLLING_WINDOWS:  # rolling windows are built by boards/rolling.py
+            pipe.delete(stale)
     pipe.execute()
 
 

@@ -14,4 +14,5 @@ urlpatterns = [
         api.FriendsBoardApi.as_view(),
         name="boards-friends",
     ),
+    path("games/<str:game>/boards/<str:board>/histogram", api.HistogramApi.as_view(), name="boards-histogram"),
 ]

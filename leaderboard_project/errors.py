@@ -8,7 +8,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -94,3 +94,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         message = flatten_detail(exc.detail) if isinstance(exc, exceptions.APIException) else str(exc)
     response.data = error_body(code, message)
     return response
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    """The schema of every error response."""
+
+    error = ErrorSerializer()

@@ -7,13 +7,21 @@ import re
 from datetime import datetime
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard_project.errors import ApiError, NotFound, error_body, flatten_detail
+from leaderboard_project.errors import (
+    ApiError,
+    ErrorBodySerializer,
+    ErrorSerializer,
+    NotFound,
+    error_body,
+    flatten_detail,
+)
 from scores import services
 from scores.auth import ServerKeyAuthentication, server_key_permission
 from scores.models import PLAYER_RE, SLUG_RE, Player
@@ -32,6 +40,7 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(OpenApiTypes.DATETIME)
 class Rfc3339Field(serializers.Field):
     default_error_messages = {"invalid": "must be an RFC 3339 date-time with an offset, e.g. 2026-11-29T18:59:58Z"}
 
@@ -102,11 +111,6 @@ class MatchOutSerializer(serializers.Serializer):
     )
 
 
-class ErrorSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-
-
 class BatchItemOutSerializer(serializers.Serializer):
     match_id = serializers.CharField(allow_null=True)
     status = serializers.ChoiceField(choices=["accepted", "held", "rejected"])
@@ -117,10 +121,6 @@ class BatchItemOutSerializer(serializers.Serializer):
 
 class BatchOutSerializer(serializers.Serializer):
     results = BatchItemOutSerializer(many=True)
-
-
-class ErrorBodySerializer(serializers.Serializer):
-    error = ErrorSerializer()
 
 
 ERRORS = {
@@ -217,13 +217,13 @@ class TokenOutSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField()
 
 
-class FriendsInSerializer(serializers.Serializer):
+class FriendListInSerializer(serializers.Serializer):
     friends = serializers.ListField(
         child=serializers.RegexField(PLAYER_RE, max_length=64), max_length=services.MAX_FRIENDS
     )
 
 
-class FriendsOutSerializer(serializers.Serializer):
+class FriendListOutSerializer(serializers.Serializer):
     friends = serializers.ListField(child=serializers.CharField())
 
 
@@ -245,14 +245,14 @@ class PlayerTokenApi(ServerApiView):
 class FriendsApi(ServerApiView):
     @extend_schema(
         operation_id="players_friends_replace",
-        request=FriendsInSerializer,
-        responses={200: FriendsOutSerializer, **ERRORS},
+        request=FriendListInSerializer,
+        responses={200: FriendListOutSerializer, **ERRORS},
         summary="Replace a player's friend list (mutual, at most 1000)",
     )
     def put(self, request: Request, game: str, player: str) -> Response:
         if not re.match(PLAYER_RE, player):
             raise ApiError(f"{player!r} is not a valid player id", code="invalid_player")
-        body = FriendsInSerializer(data=request.data)
+        body = FriendListInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         friends = services.friends_replace(game=self.game(), player_id=player, friends=body.validated_data["friends"])
-        return Response(FriendsOutSerializer({"friends": friends}).data)
+        return Response(FriendListOutSerializer({"friends": friends}).data)

@@ -160,15 +160,17 @@ def window_expiry(board_id: int, window: str) -> int | None:
     if config is None:
         return None
     game = config.game
-    region = windows.split_region(window)[0]
+    region, base = windows.split_region(window)
     if region and region not in config.regions:
         return None
+    retention = game.retention_periods
+    if windows.kind_of(base) == "daily":
+        # rolling windows are unions of daily sets: keep as many days as the longest needs
+        board = next((b for b in config.boards.values() if b.id == board_id), None)
+        kept = [windows.ROLLING_WINDOWS[w] for w in (board.windows if board else ()) if w in windows.ROLLING_WINDOWS]
+        retention = max([retention, *kept])
     moment = windows.expires_at(
-        window,
-        config.timezone_of(window),
-        config.seasons,
-        game.retention_periods,
-        timedelta(seconds=game.close_grace_seconds),
+        window, config.timezone_of(window), config.seasons, retention, timedelta(seconds=game.close_grace_seconds)
     )
     return int(moment.timestamp()) if moment else None
 
