@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -59,3 +59,46 @@ def game(transactional_db):
 def server(game) -> SignedClient:
     key, secret = server_key(game, scopes=("submit", "moderate"))
     return SignedClient(key.key_id, secret)
+
+
+@pytest.fixture(autouse=True)
+def no_async_anticheat(settings) -> None:
+    """Tests run the after-the-fact checks by calling them; nothing is queued on a broker."""
+    settings.ANTICHEAT_ASYNC_CHECKS = False
+
+
+def reset_results() -> None:
+    """Start afresh inside one test: hypothesis runs many examples in one test's database.
+    Empties what submissions write (Postgres and the test Redis db) and the read caches."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, "
+            "scores_boardoutbox RESTART IDENTITY CASCADE"
+        )
+    get_redis().flushdb()
+    TopApi._local.clear()
+    config_cache_clear()
+
+
+def game_with_boards(
+    slug: str, boards: Iterable[tuple[Any, str]], *, windows: list[str] | None = None, **game_fields: Any
+):
+    """A game whose boards mirror reference-model boards (tests/reference.RefBoard, with a
+    rank display each), and a server signing for it."""
+    game = GameFactory(slug=slug, **{"reset_timezone": "UTC", **game_fields})
+    for b, display in boards:
+        extra = {"windows": windows} if windows else {}
+        BoardFactory(
+            game=game,
+            slug=b.slug,
+            order=b.order,
+            mode=b.mode,
+            min_score=b.min_score,
+            max_score=b.max_score,
+            rank_display=display,
+            **extra,
+        )
+    key, secret = server_key(game)
+    return game, SignedClient(key.key_id, secret)

@@ -9,7 +9,6 @@ from io import StringIO
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
-from django.db import connection
 from django.test import Client, override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,11 +18,11 @@ from boards.histogram import Bucket, Histogram, approximate_rank, histogram_buil
 from boards.redis import get_redis
 from boards.rolling import rolling_windows_refresh
 from scores.models import Board
-from scores.selectors import cached_board, config_cache_clear
+from scores.selectors import cached_board
 from tests.boards.conftest import URL, submit
 from tests.boards.test_redis_down import ThrowawayRedis
-from tests.conftest import SignedClient
-from tests.factories import BoardFactory, GameFactory, server_key
+from tests.conftest import SignedClient, game_with_boards, reset_results
+from tests.factories import BoardFactory
 from tests.reference import RefBoard, Reference
 from tests.scores.test_ingest_api import assert_error
 
@@ -43,19 +42,7 @@ def _check_shape(h: Histogram) -> None:
 
 @pytest.fixture
 def world(transactional_db):
-    game = GameFactory(slug="hist", reset_timezone="UTC")
-    for slug, (b, display) in BOARDS.items():
-        BoardFactory(
-            game=game,
-            slug=slug,
-            order=b.order,
-            mode=b.mode,
-            min_score=b.min_score,
-            max_score=b.max_score,
-            rank_display=display,
-        )
-    key, secret = server_key(game)
-    return game, SignedClient(key.key_id, secret)
+    return game_with_boards("hist", BOARDS.values())
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -70,12 +57,7 @@ def world(transactional_db):
 )
 def test_histogram_counts_buckets_and_approximate_rank_against_the_reference(world, results, buckets, probes) -> None:
     _game, server = world
-    with connection.cursor() as cur:
-        cur.execute(
-            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_player, scores_boardoutbox CASCADE"
-        )
-    get_redis().flushdb()
-    config_cache_clear()
+    reset_results()
     ref = Reference({slug: b for slug, (b, _) in BOARDS.items()}, "UTC", [])
     matches = []
     for i, (player, slug, score, seconds) in enumerate(results):

@@ -7,16 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boards.api import TopApi
-from boards.redis import get_redis
-from scores.selectors import config_cache_clear
-from tests.conftest import SignedClient
-from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
+from tests.conftest import game_with_boards, reset_results
+from tests.factories import SeasonFactory
 from tests.reference import RefBoard, Reference, RefSeason
 
 BOARDS = {
@@ -45,20 +41,9 @@ match = st.fixed_dictionaries(
 
 @pytest.fixture
 def world(transactional_db):
-    game = GameFactory(slug="prop", reset_timezone="UTC")
-    for slug, (b, display) in BOARDS.items():
-        BoardFactory(
-            game=game,
-            slug=slug,
-            order=b.order,
-            mode=b.mode,
-            min_score=b.min_score,
-            max_score=b.max_score,
-            rank_display=display,
-        )
+    game, server = game_with_boards("prop", BOARDS.values())
     SeasonFactory(game=game, slug="s1", starts_at=SEASON.starts_at, ends_at=SEASON.ends_at)
-    key, secret = server_key(game)
-    return game, SignedClient(key.key_id, secret)
+    return game, server
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -70,13 +55,7 @@ def world(transactional_db):
 )
 def test_reads_match_reference_model(world, matches, friendships, around, page) -> None:
     game, server = world
-    with connection.cursor() as cur:
-        cur.execute(
-            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, scores_boardoutbox CASCADE"
-        )
-    get_redis().flushdb()
-    TopApi._local.clear()
-    config_cache_clear()
+    reset_results()
     ref = Reference({slug: b for slug, (b, _) in BOARDS.items()}, "UTC", [SEASON])
     for i, m in enumerate(matches):
         body = {

@@ -11,7 +11,6 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.core.management import CommandError, call_command
-from django.db import connection
 from django.test import Client, override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,10 +20,10 @@ from boards.api import TopApi
 from boards.redis import get_redis
 from boards.rolling import rolling_days, rolling_windows_refresh
 from scores.models import Board
-from scores.selectors import config_cache_clear, window_expiry
+from scores.selectors import window_expiry
 from tests.boards.test_redis_down import ThrowawayRedis
-from tests.conftest import SignedClient
-from tests.factories import BoardFactory, GameFactory, server_key
+from tests.conftest import SignedClient, game_with_boards, reset_results
+from tests.factories import BoardFactory
 from tests.reference import RefBoard, Reference
 
 TZ = "Pacific/Auckland"  # UTC+13 in November: a local day is not the UTC day
@@ -80,34 +79,12 @@ def _top(board: str, window: str, game: str = "roll") -> dict:
     return response.json()
 
 
-def _reset() -> None:
-    with connection.cursor() as cur:
-        cur.execute(
-            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, scores_boardoutbox CASCADE"
-        )
-    get_redis().flushdb()
-    TopApi._local.clear()
-    config_cache_clear()
-
-
 @pytest.fixture
 def world(request, transactional_db):
     # retention_periods=1: closed daily windows leave Redis at once (these days are long
     # past), so rolling best windows must read them from Postgres
-    game = GameFactory(slug="roll", reset_timezone=TZ, retention_periods=getattr(request, "param", 100_000))
-    for slug, (b, display) in BOARDS.items():
-        BoardFactory(
-            game=game,
-            slug=slug,
-            order=b.order,
-            mode=b.mode,
-            min_score=b.min_score,
-            max_score=b.max_score,
-            rank_display=display,
-            windows=ROLLING,
-        )
-    key, secret = server_key(game)
-    return game, SignedClient(key.key_id, secret)
+    retention = getattr(request, "param", 100_000)
+    return game_with_boards("roll", BOARDS.values(), windows=ROLLING, reset_timezone=TZ, retention_periods=retention)
 
 
 @pytest.mark.parametrize("world", [100_000, 1], ids=["daily-sets-in-redis", "daily-sets-expired"], indirect=True)
@@ -115,7 +92,7 @@ def world(request, transactional_db):
 @given(matches=st.lists(match, min_size=1, max_size=12))
 def test_rolling_windows_match_the_reference_over_those_days(world, matches) -> None:
     _game, server = world
-    _reset()
+    reset_results()
     bodies = [_body(i, m) for i, m in enumerate(matches)]
     response = server.post("/api/v1/games/roll/matches/batch", {"matches": bodies})
     assert response.status_code == 200 and all(r["status"] == "accepted" for r in response.json()["results"])

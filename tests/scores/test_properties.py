@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from boards import keys, selectors
 from boards.redis import get_redis
-from scores.models import Board, Game, PlayerValue
+from scores.models import Board, PlayerValue
 from scores.selectors import cached_board
-from tests.conftest import SignedClient
+from tests.conftest import SignedClient, game_with_boards, reset_results
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 from tests.reference import RefBoard, Reference, RefSeason
 
@@ -56,28 +56,16 @@ operation = st.one_of(
 
 @pytest.fixture
 def world(transactional_db):
-    game = GameFactory(slug="prop", reset_timezone="UTC")
-    for b in BOARDS:
-        BoardFactory(game=game, slug=b.slug, order=b.order, mode=b.mode, min_score=b.min_score, max_score=b.max_score)
+    game, server = game_with_boards("prop", [(b, "unique") for b in BOARDS])
     SeasonFactory(game=game, slug=SEASON.slug, starts_at=SEASON.starts_at, ends_at=SEASON.ends_at)
-    key, secret = server_key(game)
-    return game, SignedClient(key.key_id, secret)
-
-
-def _reset(game: Game) -> None:
-    with connection.cursor() as cur:
-        cur.execute(
-            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, scores_boardoutbox "
-            "RESTART IDENTITY CASCADE"
-        )
-    get_redis().flushdb()
+    return game, server
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(operation, min_size=1, max_size=10))
 def test_service_matches_reference_model(world, ops) -> None:
     game, server = world
-    _reset(game)
+    reset_results()
     ref = Reference({b.slug: b for b in BOARDS}, "UTC", [SEASON])
     sent: list[dict] = []
     url = "/api/v1/games/prop/matches"
@@ -135,7 +123,7 @@ def test_service_matches_reference_model(world, ops) -> None:
 def test_any_page_of_a_board_is_a_slice_of_the_full_order(world, offsets, data) -> None:
     """Pages cut through groups of identical encoded scores; every page still agrees."""
     game, server = world
-    _reset(game)
+    reset_results()
     results = [{"player": f"p{i:02d}"[::-1], "board": "high", "score": o % 2} for i, o in enumerate(offsets)]
     server.post("/api/v1/games/prop/matches", {"match_id": "m", "ended_at": MOMENTS[0].isoformat(), "results": results})
     board = cached_board("prop", "high")
