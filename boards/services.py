@@ -64,7 +64,36 @@ def outbox_entry_apply(*, outbox_id: int, entries: list[Entry]) -> bool:
     return True
 
 
-def _current_values(refs: set[tuple[int, str, int]]) -> list[Entry]:
+def values_rewrite(refs: Iterable[tuple[int, str, int]]) -> int:
+    """Moderation's path (void, hold): write the values Postgres holds now *absolutely* (plain
+    ZADD, ZREM where the value is gone), so entries can go down or away.
+
+    The rows are read FOR SHARE and the Redis MULTI runs before the transaction ends: an ingest
+    upsert of the same rows waits until the rewrite is in Redis, so its own ZADD GT lands after
+    it and is never undone. Raises if Redis is down (the outbox row stays for the drain)."""
+    refs = sorted(set(map(tuple, refs)))
+    if not refs:
+        return 0
+    with transaction.atomic():
+        current = {(b, w, p): e for b, w, p, e in _current_values(set(refs), lock=True)}
+        pipe = get_redis().pipeline(transaction=True)
+        expiring: set[str] = set()
+        for ref in refs:
+            key = keys.board_key(ref[0], ref[1])
+            if ref in current:
+                pipe.zadd(key, {str(ref[2]): current[ref]})
+                expiring.add(key)
+            else:
+                pipe.zrem(key, str(ref[2]))
+        for key in expiring:
+            expiry = window_expiry(*keys.board_and_window(key))
+            if expiry is not None:
+                pipe.expireat(key, expiry)
+        pipe.execute()
+    return len(refs)
+
+
+def _current_values(refs: set[tuple[int, str, int]], lock: bool = False) -> list[Entry]:
     """The values Postgres holds now for (board_id, window, player_id) references."""
     if not refs:
         return []
@@ -75,7 +104,8 @@ def _current_values(refs: set[tuple[int, str, int]]) -> list[Entry]:
             SELECT pv.board_id, pv."window", pv.player_id, pv.encoded
             FROM unnest(%s::bigint[], %s::text[], %s::bigint[]) AS u(b, w, p)
             JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = u.w AND pv.player_id = u.p
-            """,
+            """
+            + (' ORDER BY pv.board_id, pv."window", pv.player_id FOR SHARE OF pv' if lock else ""),
             [list(b), list(w), list(p)],
         )
         return cur.fetchall()
@@ -83,7 +113,9 @@ def _current_values(refs: set[tuple[int, str, int]]) -> list[Entry]:
 
 def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> int:
     """Clear outbox rows older than the grace period: rows the fast path applied are just
-    deleted; the others are replayed from the values Postgres holds now (ZADD GT).
+    deleted; the others are replayed from the values Postgres holds now (ZADD GT). Moderation
+    rows (rewrite) are always replayed, absolutely: a second rewrite a moment after the first
+    undoes an ingest fast path's ZADD GT of a voided value that reached Redis late.
 
     Returns how many rows were replayed. Raises if Redis is still down (rows stay)."""
     grace = settings.BOARD_SYNC_GRACE_SECONDS if grace_seconds is None else grace_seconds
@@ -101,9 +133,11 @@ def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> in
                 return replayed
             ids = [row.id for row in rows]
             applied = r.smismember(keys.outbox_applied(), ids)
-            missed = [row for row, done in zip(rows, applied, strict=True) if not done]
-            refs = {(b, w, p) for row in missed for b, w, p in row.entries}
+            missed = [row for row, done in zip(rows, applied, strict=True) if not done or row.rewrite]
+            rewrites = {(b, w, p) for row in missed if row.rewrite for b, w, p in row.entries}
+            refs = {(b, w, p) for row in missed if not row.rewrite for b, w, p in row.entries} - rewrites
             values_write(_current_values(refs))
+            values_rewrite(rewrites)
             BoardOutbox.objects.filter(id__in=ids).delete()
         r.srem(keys.outbox_applied(), *ids)
         replayed += len(missed)

@@ -182,7 +182,15 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    # the recent statistics the board_top and server_outlier rules compare against
+    "anticheat-refresh-stats": {
+        "task": "anticheat.tasks.refresh_stats",
+        "schedule": 300.0,
+        "options": {"expires": 290},
+    },
 }
+# Enqueue the heavier anti-cheat checks (Celery) on every accepted match (docs/moderation.md).
+ANTICHEAT_ASYNC_CHECKS = os.environ.get("ANTICHEAT_ASYNC_CHECKS", "1") != "0"
 
 LOGGING = {
     "version": 1,

@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from anticheat.thresholds import thresholds_parse
 from scores import encoding
 from scores.models import SLUG_RE
 from scores.windows import ROLLING_WINDOWS, WINDOW_KINDS
@@ -35,6 +36,7 @@ class BoardSpec:
     max_total: int | None
     rank_display: str
     regions: bool = False
+    anticheat: tuple[tuple[str, int | float], ...] = ()  # threshold overrides, sorted by key
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class GameSpec:
 _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods"}
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
+    "anticheat",
 }  # fmt: skip
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
@@ -147,12 +150,21 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         max_total=max_total,
         rank_display=_choice(raw, "rank_display", p, ("unique", "shared"), "unique"),
         regions=_bool(raw, "regions", p, default=False),
+        anticheat=_anticheat(raw, p),
     )
     problem = encoding.budget_problem(spec)
     if problem:
         key = "max_total" if mode == "total" else "max_score"
         raise ConfigError(p + key, problem)
     return spec
+
+
+def _anticheat(raw: dict[str, Any], p: str) -> tuple[tuple[str, int | float], ...]:
+    try:
+        return tuple(sorted(thresholds_parse(raw.get("anticheat", {})).items()))
+    except ValueError as exc:
+        key, message = exc.args
+        raise ConfigError(p + "anticheat" + (f".{key}" if key else ""), message) from None
 
 
 def _region(raw: dict[str, Any], i: int) -> RegionSpec:

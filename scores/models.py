@@ -51,6 +51,8 @@ class Board(models.Model):
     rank_display = models.CharField(max_length=6, choices=RankDisplay.choices, default=RankDisplay.UNIQUE)
     # also keep one board per region of the game, each rolling over at its region's midnight
     regions = models.BooleanField(default=False)
+    # anti-cheat thresholds overriding the defaults of anticheat/rules.py (docs/moderation.md)
+    anticheat = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]
@@ -200,6 +202,9 @@ class BoardOutbox(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # [[board_id, window, player_id], ...]
     entries = models.JSONField()
+    # a moderation rewrite (void, hold): replayed with absolute writes, not ZADD GT, so it can
+    # lower or remove entries; the drain replays it even when the fast path applied it
+    rewrite = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"outbox {self.pk} ({len(self.entries)} values)"

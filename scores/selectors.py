@@ -79,6 +79,8 @@ class BoardConfig:
     rank_display: str
     seasons: tuple[SeasonSpan, ...]
     regions: tuple[RegionConfig, ...] = ()  # empty unless the board keeps regional boards
+    # anti-cheat threshold overrides (anticheat/rules.py); not part of equality or hashing
+    anticheat: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def region(self, slug: str) -> RegionConfig | None:
         return next((r for r in self.regions if r.slug == slug), None)
@@ -117,6 +119,7 @@ def _load_game(slug: str) -> GameConfig | None:
             rank_display=b.rank_display,
             seasons=seasons,
             regions=tuple(regions.values()) if b.regions else (),
+            anticheat=dict(b.anticheat or {}),
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import secrets
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from anticheat import checks
 from leaderboard_project.errors import ApiError, Conflict
 from scores import encoding
 from scores.auth import make_player_token, server_key_secret
@@ -42,7 +44,7 @@ from scores.models import (
     ServerKey,
 )
 from scores.selectors import GameConfig, game_config
-from scores.signals import friends_changed, score_accepted
+from scores.signals import friends_changed, matches_stored, score_accepted, values_rewritten
 from scores.windows import bounds, in_region, seasons_at, windows_for
 from seasons.selectors import frozen_windows
 
@@ -53,6 +55,12 @@ class InvalidMatch(ApiError):
 
 class MatchConflict(Conflict):
     code = "match_conflict"
+
+
+class RuleRejected(ApiError):
+    """An anti-cheat rule refused the match (docs/moderation.md); kept in the audit log only."""
+
+    code = "rule_rejected"
 
 
 @dataclass(frozen=True)
@@ -252,25 +260,51 @@ def matches_submit(
         else:
             candidates[match.match_id] = item
 
+    firsts = dict(candidates)  # what a repeat inside the batch is judged against
     if candidates:
         with transaction.atomic():
-            inserted = _matches_insert(game, server_key, list(candidates.values()))
+            # Rules judge new matches only: a retry of a stored match is answered from what
+            # was stored, never rejected or held anew.
+            stored_before = _matches_existing(game, list(candidates))
+            fresh = {i: m for mid, (i, m, _) in candidates.items() if mid not in stored_before}
+            verdicts = checks.submissions_check(config, server_key, fresh, now) if fresh else {}
+            rejected = []
+            for match_id, (i, match, _) in list(candidates.items()):
+                refusal = next((v for v in verdicts.get(i, []) if v.action == "reject"), None)
+                if refusal is not None:
+                    outcomes[i] = MatchOutcome(match_id, "rejected", error=RuleRejected(refusal.reason))
+                    rejected.append((match, refusal))
+                    del candidates[match_id]
+            holding = {
+                m.match_id for i, m, _ in candidates.values() if any(v.action == "hold" for v in verdicts.get(i, []))
+            }
+            inserted = _matches_insert(game, server_key, list(candidates.values()), holding)
             known = _matches_existing(game, [mid for mid in candidates if mid not in inserted])
-            new_matches = []
+            new_matches, held = [], []
             for match_id, (i, match, digest) in candidates.items():
                 if match_id in inserted:
-                    outcomes[i] = MatchOutcome(match_id, "accepted")
+                    status = "held" if match_id in holding else "accepted"
+                    outcomes[i] = MatchOutcome(match_id, status)
                     new_matches.append((inserted[match_id], match))
+                    if status == "held":
+                        held.append((inserted[match_id], match_id, verdicts[i]))
                 else:
                     outcomes[i] = _repeat_outcome(match_id, digest, known[match_id])
             if new_matches:
-                missed = _results_store(config, new_matches, now)
+                missed = _results_store(config, new_matches, now, held={pk for pk, _, _ in held})
                 for match_id, (i, _, _) in candidates.items():
                     if match_id in inserted:
                         outcomes[i].missed_windows = missed.get(inserted[match_id], [])
+                accepted = [pk for pk, _ in new_matches if pk not in {h[0] for h in held}]
+                if accepted:
+                    transaction.on_commit(lambda: matches_stored.send(sender=Game, game_id=game.id, match_pks=accepted))
+            checks.verdicts_record(config, server_key, rejected=rejected, held=held)
         for i, match, digest in repeats:
-            first = candidates[match.match_id]
+            first = firsts[match.match_id]
             first_outcome = outcomes[first[0]]
+            if first_outcome.error is not None and first_outcome.error.code == RuleRejected.code:
+                outcomes[i] = MatchOutcome(match.match_id, "rejected", error=first_outcome.error)
+                continue
             outcomes[i] = _repeat_outcome(match.match_id, digest, (first[2], first_outcome.status))
     return [o for o in outcomes if o is not None]
 
@@ -286,14 +320,19 @@ def _repeat_outcome(match_id: str, digest: str, stored: tuple[str, str]) -> Matc
     )
 
 
-def _matches_insert(game: Game, key: ServerKey | None, items: list[tuple[int, MatchIn, str]]) -> dict[str, int]:
+def _matches_insert(
+    game: Game, key: ServerKey | None, items: list[tuple[int, MatchIn, str]], holding: set[str]
+) -> dict[str, int]:
+    if not items:
+        return {}
     items = sorted(items, key=lambda it: it[1].match_id)  # one lock order for concurrent batches
     with connection.cursor() as cur:
         cur.execute(
             """
             INSERT INTO scores_match (game_id, match_id, ended_at, body_hash, status, server_key_id, received_at)
-            SELECT %s, u.match_id, u.ended_at, u.body_hash, 'accepted', %s, now()
-            FROM unnest(%s::text[], %s::timestamptz[], %s::text[]) WITH ORDINALITY AS u(match_id, ended_at, body_hash, n)
+            SELECT %s, u.match_id, u.ended_at, u.body_hash, u.status, %s, now()
+            FROM unnest(%s::text[], %s::timestamptz[], %s::text[], %s::text[])
+                WITH ORDINALITY AS u(match_id, ended_at, body_hash, status, n)
             ORDER BY u.n
             ON CONFLICT (game_id, match_id) DO NOTHING
             RETURNING match_id, id
@@ -304,6 +343,7 @@ def _matches_insert(game: Game, key: ServerKey | None, items: list[tuple[int, Ma
                 [m.match_id for _, m, _ in items],
                 [m.ended_at for _, m, _ in items],
                 [d for _, _, d in items],
+                ["held" if m.match_id in holding else "accepted" for _, m, _ in items],
             ],
         )
         return dict(cur.fetchall())
@@ -353,29 +393,26 @@ def _display_names(matches: list[tuple[int, MatchIn]]) -> dict[str, str]:
     return names
 
 
-def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]], now: datetime) -> dict[int, list[str]]:
-    """Store results and their values; return, per match pk, the frozen windows it missed."""
+def _results_store(
+    config: GameConfig, matches: list[tuple[int, MatchIn]], now: datetime, held: set[int] = frozenset()
+) -> dict[int, list[str]]:
+    """Store results, and the values of those not held; return, per match pk, the frozen
+    windows it missed. Held results are stored but touch no value until approved."""
     player_ids = _players_upsert(config.game, _display_names(matches))
     if config.regions:
         _region_claims_store(config, matches, player_ids)
-    counted = {(pk, r.board, r.region): _windows_of(config, match, r) for pk, match in matches for r in match.results}
-    frozen = _frozen({(config.boards[b].id, w) for (_, b, _), ws in counted.items() for w in ws}, config, now)
-    missed: dict[int, list[str]] = {}
     rows: list[tuple[int, int, int, int, str | None]] = []
-    # (board_id, window, player_id) -> aggregated value of this request
-    values: dict[tuple[int, str, int], _Value] = {}
     for match_pk, match in matches:
         for r in match.results:
-            board = config.boards[r.board]
-            player_id = player_ids[r.player]
             rows.append(
-                (match_pk, player_id, board.id, r.score, json.dumps(r.metadata) if r.metadata is not None else None)
+                (
+                    match_pk,
+                    player_ids[r.player],
+                    config.boards[r.board].id,
+                    r.score,
+                    json.dumps(r.metadata) if r.metadata is not None else None,
+                )
             )
-            for window in counted[(match_pk, r.board, r.region)]:
-                if (board.id, window) in frozen:
-                    missed.setdefault(match_pk, []).append(window)
-                else:
-                    _merge(values, board, (board.id, window, player_id), r, match.ended_at)
     with connection.cursor() as cur:
         cur.execute(
             """
@@ -386,6 +423,31 @@ def _results_store(config: GameConfig, matches: list[tuple[int, MatchIn]], now: 
             """,
             [list(col) for col in zip(*rows, strict=True)],
         )
+    return _values_apply(config, [(pk, m) for pk, m in matches if pk not in held], player_ids, now)
+
+
+def _values_apply(
+    config: GameConfig, matches: list[tuple[int, MatchIn]], player_ids: dict[str, int], now: datetime
+) -> dict[int, list[str]]:
+    """Count matches in their players' values (the conditional upserts), record the changes in
+    the outbox and mirror them after commit. Shared by ingest and a moderator's approval, so an
+    approved match counts exactly as if it had been accepted on arrival (frozen windows
+    excepted, as for a late result). Returns, per match pk, the frozen windows it missed."""
+    if not matches:
+        return {}
+    counted = {(pk, r.board, r.region): _windows_of(config, match, r) for pk, match in matches for r in match.results}
+    frozen = _frozen({(config.boards[b].id, w) for (_, b, _), ws in counted.items() for w in ws}, config, now)
+    missed: dict[int, list[str]] = {}
+    # (board_id, window, player_id) -> aggregated value of this request
+    values: dict[tuple[int, str, int], _Value] = {}
+    for match_pk, match in matches:
+        for r in match.results:
+            board = config.boards[r.board]
+            for window in counted[(match_pk, r.board, r.region)]:
+                if (board.id, window) in frozen:
+                    missed.setdefault(match_pk, []).append(window)
+                else:
+                    _merge(values, board, (board.id, window, player_ids[r.player]), r, match.ended_at)
     changed = _values_upsert(config, values)
     if changed:
         outbox = BoardOutbox.objects.create(entries=[[b, w, p] for b, w, p, _ in changed])
@@ -442,7 +504,9 @@ def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime)
     return min(at_a, at_b)
 
 
-_BEST_UPSERT = """
+# Both upserts insert a request's pre-aggregated values in one statement, in a fixed order
+# (concurrent requests lock rows in the same order), and differ in how they merge.
+_UPSERT_HEAD = """
 INSERT INTO scores_playervalue AS pv
     (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
 SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, u.l, clock_timestamp()
@@ -451,11 +515,17 @@ FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[
     WITH ORDINALITY AS u(w, p, v, r, e, m, l, n)
 ORDER BY u.n
 ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+"""
+
+_BEST_UPSERT = (
+    _UPSERT_HEAD
+    + """
     value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
     metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, updated_at = clock_timestamp()
 WHERE EXCLUDED.encoded > pv.encoded
 RETURNING pv."window", pv.player_id, pv.encoded
 """
+)
 
 # reached_at of a new total, by total_reached_at()'s rule.
 _TOTAL_REACHED = """CASE
@@ -466,15 +536,9 @@ _TOTAL_REACHED = """CASE
 
 # The encoded score of a total is recomputed in SQL from the summed value, so concurrent
 # additions for one player serialise on the row and none is lost.
-_TOTAL_UPSERT = f"""
-INSERT INTO scores_playervalue AS pv
-    (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
-SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, u.l, clock_timestamp()
-FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[],
-            %(l)s::timestamptz[])
-    WITH ORDINALITY AS u(w, p, v, r, e, m, l, n)
-ORDER BY u.n
-ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+_TOTAL_UPSERT = (
+    _UPSERT_HEAD
+    + f"""
     value = pv.value + EXCLUDED.value,
     reached_at = {_TOTAL_REACHED},
     encoded = LEAST(pv.value + EXCLUDED.value, %(cap)s) * %(span)s + (%(span)s - 1 - LEAST(GREATEST(
@@ -484,6 +548,7 @@ ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
     updated_at = clock_timestamp()
 RETURNING pv."window", pv.player_id, pv.encoded
 """
+)
 
 
 def _values_upsert(config: GameConfig, values: dict[tuple[int, str, int], _Value]) -> list[tuple[int, str, int, int]]:
@@ -515,6 +580,198 @@ def _values_upsert(config: GameConfig, values: dict[tuple[int, str, int], _Value
                 cur.execute(_BEST_UPSERT, params)
             changed.extend((board_id, w, p, e) for w, p, e in cur.fetchall())
     return changed
+
+
+# --- moderation: re-applying and recomputing values (anticheat/ calls these) ------------------
+
+Ref = tuple[int, str, int]  # board_id, window, player_id
+
+
+def stored_matches_load(config: GameConfig, match_pks: Sequence[int]) -> list[tuple[int, MatchIn, dict[str, int]]]:
+    """Stored matches as ingest saw them: (pk, match, {player external id: pk}); each result's
+    region is the one its player held for the season (fixed per season, so the same)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT m.id, m.match_id, m.ended_at, p.id, p.external_id, b.slug, r.score, r.metadata::text
+            FROM scores_match m
+            JOIN scores_result r ON r.match_id = m.id
+            JOIN scores_player p ON p.id = r.player_id
+            JOIN scores_board b ON b.id = r.board_id
+            WHERE m.id = ANY(%s) ORDER BY m.id, r.id
+            """,
+            [list(match_pks)],
+        )
+        rows = cur.fetchall()
+    grouped: dict[int, tuple[str, datetime, list[ResultIn], dict[str, int]]] = {}
+    for pk, match_id, ended_at, player_pk, player, board, score, metadata in rows:
+        entry = grouped.setdefault(pk, (match_id, ended_at, [], {}))
+        entry[2].append(ResultIn(player, board, score, metadata=json.loads(metadata) if metadata else None))
+        entry[3][player] = player_pk
+    matches = [(pk, MatchIn(mid, at, tuple(results)), ids) for pk, (mid, at, results, ids) in grouped.items()]
+    claims = _region_claims_load(config, [m for _, m, _ in matches])
+    out = []
+    for pk, match, ids in matches:
+        season = _claim_seasons(config, match.ended_at)[0]
+        results = tuple(dataclasses.replace(r, region=claims.get((r.player, season))) for r in match.results)
+        out.append((pk, dataclasses.replace(match, results=results), ids))
+    return out
+
+
+def matches_values_apply(config: GameConfig, match_pks: Sequence[int], now: datetime | None = None) -> None:
+    """Count stored (held, now approved) matches in their players' values exactly as ingest
+    would have. The caller owns the transaction and has set the matches' status."""
+    loaded = stored_matches_load(config, match_pks)
+    ids = {name: pk for _, _, players in loaded for name, pk in players.items()}
+    _values_apply(config, [(pk, m) for pk, m, _ in loaded], ids, now or timezone.now())
+
+
+def matches_refs(config: GameConfig, match_pks: Sequence[int]) -> set[Ref]:
+    """Every (board, window, player) value these matches counted in (or would have)."""
+    refs: set[Ref] = set()
+    for _, match, players in stored_matches_load(config, match_pks):
+        for r in match.results:
+            board_id = config.boards[r.board].id
+            refs.update((board_id, w, players[r.player]) for w in _windows_of(config, match, r))
+    return refs
+
+
+_LOCK_VALUES = """
+SELECT pv.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS u(w, p, n)
+JOIN scores_playervalue pv ON pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
+ORDER BY u.n FOR UPDATE OF pv
+"""
+
+# Candidates of one value: the player's accepted results on the board inside the window's
+# bounds (NULL: unbounded), received before the window was first frozen (a late result never
+# counted in a frozen window). Reads go through the (player, board) index.
+_CANDIDATES = """
+FROM unnest(%(w)s::text[], %(p)s::bigint[], %(s)s::timestamptz[], %(e)s::timestamptz[], %(c)s::timestamptz[])
+    WITH ORDINALITY AS u(w, p, s, e, c, n)
+JOIN scores_result r ON r.player_id = u.p AND r.board_id = %(board)s
+JOIN scores_match m ON m.id = r.match_id AND m.status = 'accepted'
+    AND (u.s IS NULL OR m.ended_at >= u.s) AND (u.e IS NULL OR m.ended_at < u.e)
+    AND (u.c IS NULL OR m.received_at < u.c)
+"""
+
+_BEST_RECOMPUTE = (
+    """
+SELECT DISTINCT ON (u.n) u.w, u.p, r.score, m.ended_at, r.metadata::text, m.ended_at,
+    (%(part)s) * %(span)s + (%(span)s - 1 - LEAST(GREATEST(
+        floor(extract(epoch FROM m.ended_at))::bigint - %(epoch)s, 0), %(span)s - 1)) AS enc
+"""
+    + _CANDIDATES
+    + "ORDER BY u.n, enc DESC, m.id"
+)
+
+# reached_at by total_reached_at()'s rule folded over every part: the latest part that added
+# something, else the earliest; metadata of the latest part (ties: the last stored).
+_TOTAL_RECOMPUTE = (
+    """
+SELECT u.w, u.p, SUM(r.score)::bigint, COALESCE(MAX(m.ended_at) FILTER (WHERE r.score > 0), MIN(m.ended_at)),
+    (array_agg(r.metadata::text ORDER BY m.ended_at DESC, m.id DESC))[1], MAX(m.ended_at)
+"""
+    + _CANDIDATES
+    + "GROUP BY u.n, u.w, u.p ORDER BY u.n"
+)
+
+
+def values_recompute(config: GameConfig, refs: set[Ref], *, reason: str) -> list[Ref]:
+    """Recompute values from the players' remaining accepted matches (after a void or a hold),
+    in SQL: best = the largest encoded result in the window, total = the sum. Rows with nothing
+    left are deleted. Rows are locked first, in the ingest's order, so a concurrent ingest
+    either committed before (and is counted) or waits and adds to the recomputed value.
+
+    The caller owns the transaction. After commit, boards/ rewrites these entries with absolute
+    writes (they may go down); an outbox row makes the periodic drain rewrite them once more."""
+    by_board: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for board_id, window, player_id in sorted(refs):
+        by_board[board_id].append((window, player_id))
+    boards = {b.id: b for b in config.boards.values()}
+    first_frozen = _first_frozen(refs)
+    touched: list[Ref] = []
+    with connection.cursor() as cur:
+        for board_id, items in by_board.items():
+            board = boards[board_id]
+            cur.execute(_LOCK_VALUES, [[w for w, _ in items], [p for _, p in items], board_id])
+            spans = [bounds(w, config.timezone_of(w), config.seasons) or (None, None) for w, _ in items]
+            params = {
+                "board": board_id,
+                "w": [w for w, _ in items],
+                "p": [p for _, p in items],
+                "s": [s for s, _ in spans],
+                "e": [e for _, e in spans],
+                "c": [first_frozen.get((board_id, w)) for w, _ in items],
+                "span": encoding.TIME_SPAN,
+                "epoch": encoding.EPOCH_UNIX,
+            }
+            if board.mode == Board.Mode.TOTAL:
+                cur.execute(_TOTAL_RECOMPUTE, params)
+                found = [
+                    (w, p, v, reached, meta, latest, encoding.encode(board, v, reached))
+                    for w, p, v, reached, meta, latest in cur.fetchall()
+                ]
+            else:
+                part = "r.score - %(min)s" if board.order == Board.Order.DESC else "%(max)s - r.score"
+                cur.execute(
+                    _BEST_RECOMPUTE.replace("%(part)s", part),
+                    {**params, "min": board.min_score, "max": board.max_score},
+                )
+                found = cur.fetchall()
+            # update the rows that exist (a value never appears here that ingest did not count)
+            cur.execute(
+                """
+                UPDATE scores_playervalue pv SET value = u.v, reached_at = u.r, encoded = u.e, metadata = u.m::jsonb,
+                    latest_at = u.l, updated_at = clock_timestamp()
+                FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::timestamptz[], %s::bigint[], %s::text[],
+                            %s::timestamptz[]) AS u(w, p, v, r, e, m, l)
+                WHERE pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
+                """,
+                [
+                    [f[0] for f in found],
+                    [f[1] for f in found],
+                    [f[2] for f in found],
+                    [f[3] for f in found],
+                    [f[6] for f in found],
+                    [f[4] for f in found],
+                    [f[5] for f in found],
+                    board_id,
+                ],
+            )
+            remaining = {(f[0], f[1]) for f in found}
+            gone = [(w, p) for w, p in items if (w, p) not in remaining]
+            if gone:
+                cur.execute(
+                    """
+                    DELETE FROM scores_playervalue pv USING unnest(%s::text[], %s::bigint[]) AS u(w, p)
+                    WHERE pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
+                    """,
+                    [[w for w, _ in gone], [p for _, p in gone], board_id],
+                )
+            touched.extend((board_id, w, p) for w, p in items)
+    if touched:
+        outbox = BoardOutbox.objects.create(entries=[list(ref) for ref in touched], rewrite=True)
+        transaction.on_commit(
+            lambda: values_rewritten.send(sender=BoardOutbox, outbox_id=outbox.id, refs=touched, reason=reason)
+        )
+    return touched
+
+
+def _first_frozen(refs: set[Ref]) -> dict[tuple[int, str], datetime]:
+    pairs = sorted({(b, w) for b, w, _ in refs})
+    if not pairs:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT f.board_id, f."window", MIN(f.frozen_at)
+            FROM unnest(%s::bigint[], %s::text[]) AS u(b, w)
+            JOIN seasons_windowfreeze f ON f.board_id = u.b AND f."window" = u.w
+            GROUP BY f.board_id, f."window"
+            """,
+            [[b for b, _ in pairs], [w for _, w in pairs]],
+        )
+        return {(b, w): at for b, w, at in cur.fetchall()}
 
 
 # --- server keys -------------------------------------------------------------------------
@@ -587,6 +844,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "max_total": bs.max_total,
                 "rank_display": bs.rank_display,
                 "regions": bs.regions,
+                "anticheat": dict(bs.anticheat),
             }
             board = existing.get(bs.slug)
             if board is None:

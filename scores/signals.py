@@ -8,3 +8,12 @@ score_accepted = Signal()
 
 # Sent after a friend list change commits. kwargs: player_ids: list[int] whose lists changed.
 friends_changed = Signal()
+
+# Sent after an ingest transaction that stored accepted matches commits (anticheat/ runs its
+# checks after the fact). kwargs: game_id: int, match_pks: list[int]
+matches_stored = Signal()
+
+# Sent after a moderation transaction (void, hold) commits: these values were recomputed and
+# must be rewritten with absolute writes, which may lower or remove them.
+# kwargs: outbox_id: int, refs: list[tuple[board_id, window, player_id]]
+values_rewritten = Signal()

@@ -1,0 +1,25 @@
+"""anticheat/ listens to scores/: accepted matches get the heavier checks in Celery."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.dispatch import receiver
+
+from scores.signals import matches_stored
+
+log = logging.getLogger(__name__)
+
+
+@receiver(matches_stored, dispatch_uid="anticheat.check_after_the_fact")
+def check_after_the_fact(sender: Any, game_id: int, match_pks: list[int], **kwargs: Any) -> None:
+    if not settings.ANTICHEAT_ASYNC_CHECKS:
+        return
+    from anticheat.tasks import check_matches
+
+    try:
+        check_matches.delay(match_pks)
+    except Exception as exc:  # the broker is Redis: a submission must succeed without it
+        log.warning("could not enqueue anti-cheat checks of %d match(es): %s", len(match_pks), exc)

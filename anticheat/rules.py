@@ -1,0 +1,350 @@
+"""Anti-cheat rules: small units, each judging a whole request's new matches at once.
+
+A synchronous rule costs at most one query per request (never one per result) and answers,
+per match index, a Verdict: `reject` (refused with 400 rule_rejected, kept only in the audit
+log) or `hold` (stored, shown on no board until a moderator approves it). Thresholds come from
+the board's configuration (anticheat/thresholds.py). Adding a rule: write a class here and
+list it in SYNC_RULES (or ASYNC_RULES for the checks Celery runs after the fact)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import Any, Protocol
+
+from django.db import connection
+
+from anticheat.models import BoardStats
+from anticheat.thresholds import Thresholds, thresholds_for
+from scores import encoding
+from scores.models import ServerKey
+from scores.selectors import BoardConfig, GameConfig
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str  # reject | hold | flag
+    rule: str
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class MatchLike(Protocol):
+    """What a rule reads of a match (scores.services.MatchIn, or a stored match)."""
+
+    match_id: str
+    ended_at: datetime
+    results: Sequence[Any]  # .player .board .score
+
+
+@dataclass
+class Context:
+    """What the rules of one request share; lazily loaded, each at most once."""
+
+    config: GameConfig
+    server_key: ServerKey | None
+    now: datetime
+    matches: dict[int, MatchLike]  # request index -> match
+
+    def thresholds(self, board_slug: str) -> Thresholds:
+        return thresholds_for(self.config.boards[board_slug].anticheat)
+
+    def board(self, slug: str) -> BoardConfig:
+        return self.config.boards[slug]
+
+    @cached_property
+    def stats(self) -> dict[int, BoardStats]:
+        boards = {self.config.boards[r.board].id for m in self.matches.values() for r in m.results}
+        return {s.board_id: s for s in BoardStats.objects.filter(board_id__in=boards)}
+
+
+class Rule(Protocol):
+    name: str
+
+    def check(self, ctx: Context) -> dict[int, Verdict]: ...
+
+
+# --- reject ----------------------------------------------------------------------------------
+
+
+class MaxGainRule:
+    """Total boards: a player's gain from one match (their results on the board summed) above
+    `max_gain` is impossible: reject."""
+
+    name = "max_gain"
+
+    def check(self, ctx: Context) -> dict[int, Verdict]:
+        out: dict[int, Verdict] = {}
+        for i, match in ctx.matches.items():
+            gains: dict[tuple[str, str], int] = defaultdict(int)
+            for r in match.results:
+                if ctx.board(r.board).mode == "total":
+                    gains[(r.board, r.player)] += r.score
+            for (board, player), gain in sorted(gains.items()):
+                limit = ctx.thresholds(board).max_gain
+                if limit and gain > limit:
+                    out[i] = Verdict(
+                        "reject",
+                        self.name,
+                        f"player {player!r} gains {gain} on board {board!r} in one match; the most allowed is {limit}",
+                        {"board": board, "player": player, "gain": gain, "max_gain": limit},
+                    )
+                    break
+        return out
+
+
+_RATE_UPSERT = """
+INSERT INTO anticheat_submissionrate AS s (game_id, player, window_start, count)
+SELECT %(game)s, u.p, %(now)s, u.c FROM unnest(%(p)s::text[], %(c)s::int[]) AS u(p, c)
+ON CONFLICT (game_id, player) DO UPDATE SET
+    count = CASE WHEN s.window_start > %(now)s - interval '60 seconds' THEN s.count + EXCLUDED.count
+                 ELSE EXCLUDED.count END,
+    window_start = CASE WHEN s.window_start > %(now)s - interval '60 seconds' THEN s.window_start
+                        ELSE EXCLUDED.window_start END
+RETURNING s.player, s.count
+"""
+
+
+class MaxRateRule:
+    """More than `max_matches_per_minute` new matches for one player within a minute: reject
+    the ones beyond the limit. Counted in one upsert per request (a fixed 60 s window that
+    opens at the player's first match), so concurrent requests cannot both slip under it."""
+
+    name = "max_rate"
+
+    def check(self, ctx: Context) -> dict[int, Verdict]:
+        limits: dict[int, int] = {}
+        per_player: dict[str, list[int]] = defaultdict(list)
+        for i, match in ctx.matches.items():
+            boards = {r.board for r in match.results}
+            limit = min((ctx.thresholds(b).max_matches_per_minute or math.inf) for b in boards)
+            if limit == math.inf:
+                continue
+            limits[i] = int(limit)
+            for player in sorted({r.player for r in match.results}):
+                per_player[player].append(i)
+        if not per_player:
+            return {}
+        players = sorted(per_player)  # one lock order for concurrent requests
+        with connection.cursor() as cur:
+            cur.execute(
+                _RATE_UPSERT,
+                {"game": ctx.config.game.id, "now": ctx.now, "p": players, "c": [len(per_player[p]) for p in players]},
+            )
+            totals = dict(cur.fetchall())
+        out: dict[int, Verdict] = {}
+        for player, indexes in per_player.items():
+            before = totals[player] - len(indexes)
+            for k, i in enumerate(indexes, start=1):
+                if before + k > limits[i] and i not in out:
+                    out[i] = Verdict(
+                        "reject",
+                        self.name,
+                        f"player {player!r} submitted more than {limits[i]} matches within a minute",
+                        {"player": player, "count": before + k, "max_matches_per_minute": limits[i]},
+                    )
+        return out
+
+
+# --- hold ------------------------------------------------------------------------------------
+
+
+class PlayerHistoryRule:
+    """Best boards: a result far above the player's own all-time value on the board (its value
+    part more than `history_factor` times theirs, and at least `history_min_gap` above it): hold. Players without a value yet are not judged."""
+
+    name = "player_history"
+
+    def check(self, ctx: Context) -> dict[int, Verdict]:
+        wanted = sorted(
+            {
+                (ctx.board(r.board).id, r.player)
+                for m in ctx.matches.values()
+                for r in m.results
+                if ctx.board(r.board).mode == "best"
+                and "all" in ctx.board(r.board).windows
+                and ctx.thresholds(r.board).history_factor
+            }
+        )
+        if not wanted:
+            return {}
+        with connection.cursor() as cur:
+            cur.execute(
+                """
+                SELECT pv.board_id, p.external_id, pv.encoded >> %s
+                FROM unnest(%s::bigint[], %s::text[]) AS u(b, p)
+                JOIN scores_player p ON p.game_id = %s AND p.external_id = u.p
+                JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = 'all' AND pv.player_id = p.id
+                """,
+                [encoding.TIME_BITS, [b for b, _ in wanted], [p for _, p in wanted], ctx.config.game.id],
+            )
+            known = {(b, p): part for b, p, part in cur.fetchall()}
+        out: dict[int, Verdict] = {}
+        for i, match in ctx.matches.items():
+            for r in match.results:
+                board = ctx.board(r.board)
+                previous = known.get((board.id, r.player))
+                if previous is None:
+                    continue
+                t = ctx.thresholds(r.board)
+                part = encoding.value_part(board, r.score)
+                if part > previous * t.history_factor and part - previous >= max(1, t.history_min_gap):
+                    out[i] = Verdict(
+                        "hold",
+                        self.name,
+                        f"{r.player!r} scored {r.score} on {r.board!r}, far above their best "
+                        f"({encoding.decode_value(board, previous << encoding.TIME_BITS)})",
+                        {"player": r.player, "board": r.board, "score": r.score},
+                    )
+                    break
+        return out
+
+
+class BoardTopRule:
+    """A result above the board's recent top percentile by a margin (statistics of the last
+    7 days, refreshed by beat; no verdict until `top_min_sample` results): hold."""
+
+    name = "board_top"
+
+    def check(self, ctx: Context) -> dict[int, Verdict]:
+        out: dict[int, Verdict] = {}
+        for i, match in ctx.matches.items():
+            for r in match.results:
+                board = ctx.board(r.board)
+                t = ctx.thresholds(r.board)
+                if not t.top_margin_percent:
+                    continue
+                stats = ctx.stats.get(board.id)
+                if stats is None or stats.top_value_part is None:
+                    continue
+                if stats.sample < t.top_min_sample:
+                    continue
+                part = encoding.value_part(board, r.score)
+                limit = stats.top_value_part * (1 + t.top_margin_percent / 100)
+                if part > max(limit, stats.top_value_part):
+                    out[i] = Verdict(
+                        "hold",
+                        self.name,
+                        f"{r.player!r} scored {r.score} on {r.board!r}, more than {t.top_margin_percent:g}% beyond "
+                        f"the board's recent top {100 - t.top_percentile:g}%",
+                        {
+                            "player": r.player,
+                            "board": r.board,
+                            "score": r.score,
+                            "top_value_part": stats.top_value_part,
+                        },
+                    )
+                    break
+        return out
+
+
+class ServerOutlierRule:
+    """Results from a server key whose recent results are statistically out of line with the
+    other servers' on the board (found by the periodic statistics job): hold."""
+
+    name = "server_outlier"
+
+    def check(self, ctx: Context) -> dict[int, Verdict]:
+        if ctx.server_key is None:
+            return {}
+        out: dict[int, Verdict] = {}
+        for i, match in ctx.matches.items():
+            for r in match.results:
+                if not ctx.thresholds(r.board).server_zscore:
+                    continue
+                stats = ctx.stats.get(ctx.board(r.board).id)
+                if stats and ctx.server_key.pk in stats.outlier_keys:
+                    out[i] = Verdict(
+                        "hold",
+                        self.name,
+                        f"server key {ctx.server_key.key_id} submits results out of line with the other servers "
+                        f"on {r.board!r}",
+                        {"board": r.board, "server_key": ctx.server_key.key_id},
+                    )
+                    break
+        return out
+
+
+# The registry: order matters only in that rejects are decided before holds.
+SYNC_RULES: list[Rule] = [MaxGainRule(), MaxRateRule(), PlayerHistoryRule(), BoardTopRule(), ServerOutlierRule()]
+
+
+def evaluate(ctx: Context, rules: Sequence[Rule] | None = None) -> dict[int, list[Verdict]]:
+    """Run the rules over the request's new matches. A rejected match is not shown to the
+    rules after the one that rejected it; a held one collects every reason."""
+    verdicts: dict[int, list[Verdict]] = defaultdict(list)
+    for rule in SYNC_RULES if rules is None else rules:
+        if not ctx.matches:
+            break
+        for i, verdict in rule.check(ctx).items():
+            verdicts[i].append(verdict)
+            if verdict.action == "reject":
+                ctx.matches = {k: v for k, v in ctx.matches.items() if k != i}
+    return dict(verdicts)
+
+
+# --- after the fact (Celery) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    match_pk: int
+    match_id: str
+    player_id: int
+    player: str
+    board: str
+    score: int
+
+
+class RecentHistoryRule:
+    """After the fact, best boards: a result whose value part is more than
+    `async_history_factor` times the median of the player's previous 20 accepted results on the
+    board (needs `async_history_min_results` of them): hold until reviewed."""
+
+    name = "recent_history"
+
+    def check(self, config: GameConfig, results: Sequence[StoredResult]) -> dict[int, Verdict]:
+        out: dict[int, Verdict] = {}
+        by_id = {b.id: b for b in config.boards.values()}
+        for res in results:
+            board = config.boards[res.board]
+            t = thresholds_for(board.anticheat)
+            if board.mode != "best" or not t.async_history_factor:
+                continue
+            with connection.cursor() as cur:
+                # the player's 20 previous results on the board: the (player, board) index
+                cur.execute(
+                    """
+                    SELECT r.score FROM scores_result r JOIN scores_match m ON m.id = r.match_id
+                    WHERE r.player_id = %s AND r.board_id = %s AND m.status = 'accepted' AND r.match_id < %s
+                    ORDER BY r.match_id DESC LIMIT 20
+                    """,
+                    [res.player_id, board.id, res.match_pk],
+                )
+                previous = [encoding.value_part(by_id[board.id], s) for (s,) in cur.fetchall()]
+            if len(previous) < t.async_history_min_results:
+                continue
+            median = statistics.median(previous)
+            part = encoding.value_part(board, res.score)
+            if part > median * t.async_history_factor and part - median >= max(1, t.history_min_gap):
+                out[res.match_pk] = Verdict(
+                    "hold",
+                    self.name,
+                    f"{res.player!r} scored {res.score} on {res.board!r}, more than {t.async_history_factor:g}x "
+                    f"the median of their last {len(previous)} results",
+                    {"player": res.player, "board": res.board, "score": res.score, "median_value_part": median},
+                )
+        return out
+
+
+ASYNC_RULES = [RecentHistoryRule()]
+
+
+def recent_window(now: datetime) -> datetime:
+    """The statistics of the board_top and server_outlier rules look this far back."""
+    return now - timedelta(days=7)

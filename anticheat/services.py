@@ -1,0 +1,356 @@
+"""Moderation writes (contract section 8): void, approve, hold after the fact, bulk voids,
+key revocation, and the statistics the rules compare against. The admin, the API and the
+Celery checks all go through these; each writes its audit entries in its own transaction.
+
+Void-and-rewrite: the match's status changes with a conditional UPDATE, each affected player's
+value per board and window is recomputed in SQL from their remaining accepted matches
+(scores.services.values_recompute), frozen windows are frozen again, and after commit boards/
+rewrites the entries with absolute writes (lowered, or removed where nothing remains)."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.utils import timezone
+
+from anticheat.models import AuditEntry, BoardStats, MatchFlag
+from anticheat.rules import ASYNC_RULES, StoredResult, Verdict, recent_window
+from anticheat.thresholds import Thresholds, thresholds_for
+from leaderboard_project.errors import Conflict, NotFound
+from scores import services as scores_services
+from scores.models import Game, Match, Player, ServerKey
+from scores.selectors import game_config
+from seasons.selectors import frozen_windows
+from seasons.services import standings_refreeze
+
+log = logging.getLogger(__name__)
+
+
+class MatchNotFound(NotFound):
+    code = "unknown_match"
+
+
+class MatchVoided(Conflict):
+    code = "match_voided"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts: a staff user (admin), a server key (API) or the rules (Celery)."""
+
+    label: str
+    user: AbstractBaseUser | None = None
+    key: ServerKey | None = None
+
+    @classmethod
+    def of_user(cls, user: AbstractBaseUser) -> Actor:
+        return cls(f"user {user.get_username()}", user=user)
+
+    @classmethod
+    def of_key(cls, key: ServerKey) -> Actor:
+        return cls(f"server key {key.key_id} ({key.name})", key=key)
+
+    @classmethod
+    def rules(cls, rule: str) -> Actor:
+        return cls(f"anti-cheat rule {rule}")
+
+
+def _audit(actor: Actor, action: str, game_id: int, reason: str, **fields: object) -> AuditEntry:
+    return AuditEntry(
+        action=action,
+        actor=actor.label[:150],
+        actor_user=actor.user,
+        actor_key=actor.key,
+        game_id=game_id,
+        reason=reason,
+        **fields,
+    )
+
+
+def match_get(*, game: Game, match_id: str) -> Match:
+    match = Match.objects.filter(game=game, match_id=match_id).first()
+    if match is None:
+        raise MatchNotFound(f"unknown match {match_id!r}")
+    return match
+
+
+def _status_set(match_pks: Sequence[int], to: str, allowed: Sequence[str]) -> list[tuple[int, str]]:
+    """Move matches to `to` from one of `allowed`, in one conditional statement (rows locked in
+    id order); return (pk, previous status) of those that moved."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            UPDATE scores_match m SET status = %s
+            FROM (SELECT id, status FROM scores_match WHERE id = ANY(%s) AND status = ANY(%s)
+                  ORDER BY id FOR UPDATE) old
+            WHERE m.id = old.id
+            RETURNING m.id, old.status
+            """,
+            [to, sorted(match_pks), list(allowed)],
+        )
+        return cur.fetchall()
+
+
+def _flags_resolve(match_pks: Sequence[int]) -> None:
+    MatchFlag.objects.filter(match_id__in=match_pks, resolved_at__isnull=True).update(resolved_at=timezone.now())
+
+
+def _recompute(game: Game, match_pks: Sequence[int], reason: str, *, refreeze: bool) -> list[scores_services.Ref]:
+    """Recompute every value these matches counted in; with refreeze, freeze affected frozen
+    windows again (a void), else leave frozen windows alone (a hold: the value comes back on
+    approval, and frozen standings are only ever changed by a void)."""
+    if not match_pks:
+        return []
+    config = game_config(game)
+    refs = scores_services.matches_refs(config, match_pks)
+    frozen = frozen_windows({(b, w) for b, w, _ in refs})
+    if not refreeze:
+        refs = {ref for ref in refs if (ref[0], ref[1]) not in frozen}
+    touched = scores_services.values_recompute(config, refs, reason=reason)
+    if refreeze and frozen:
+        by_board: dict[int, list[str]] = defaultdict(list)
+        for board_id, window in sorted(frozen):
+            by_board[board_id].append(window)
+        boards = {b.id: b for b in config.boards.values()}
+        for board_id, windows in by_board.items():
+            standings_refreeze(board=boards[board_id], windows_=windows, reason=reason[:300])
+    return touched
+
+
+def matches_void(
+    *, game: Game, match_pks: Sequence[int], reason: str, actor: Actor, bulk: dict | None = None
+) -> list[int]:
+    """Void matches (accepted or held): they stop counting everywhere. Returns the pks that
+    were voided now; voiding a voided match again changes nothing."""
+    if not reason.strip():
+        raise ValueError("a reason is required")
+    with transaction.atomic():
+        moved = _status_set(match_pks, Match.Status.VOIDED, [Match.Status.ACCEPTED, Match.Status.HELD])
+        pks = [pk for pk, _ in moved]
+        counted = [pk for pk, before in moved if before == Match.Status.ACCEPTED]
+        touched = _recompute(game, counted, f"void: {reason}", refreeze=True)
+        _flags_resolve(pks)
+        ids = dict(Match.objects.filter(pk__in=pks).values_list("pk", "match_id"))
+        entries = [
+            _audit(
+                actor,
+                AuditEntry.Action.VOID,
+                game.id,
+                reason,
+                match_id=pk,
+                match_ref=ids[pk],
+                details={"previous_status": before, **({"bulk": bulk} if bulk else {})},
+            )
+            for pk, before in moved
+        ]
+        if bulk is not None:
+            entries.append(
+                _audit(actor, AuditEntry.Action.VOID_BULK, game.id, reason, details={**bulk, "voided": len(pks)})
+            )
+        AuditEntry.objects.bulk_create(entries)
+    log.info("%s voided %d match(es), %d value(s) recomputed: %s", actor.label, len(pks), len(touched), reason)
+    return pks
+
+
+def match_void(*, match: Match, reason: str, actor: Actor) -> Match:
+    matches_void(game=match.game, match_pks=[match.pk], reason=reason, actor=actor)
+    match.refresh_from_db(fields=["status"])
+    return match
+
+
+def matches_void_by_player(*, player: Player, since: datetime, until: datetime, reason: str, actor: Actor) -> list[int]:
+    """Void every match of a player that ended in [since, until)."""
+    pks = list(
+        Match.objects.filter(results__player=player, ended_at__gte=since, ended_at__lt=until)
+        .exclude(status=Match.Status.VOIDED)
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    bulk = {"player": player.external_id, "since": since.isoformat(), "until": until.isoformat()}
+    with transaction.atomic():
+        voided = matches_void(game=player.game, match_pks=pks, reason=reason, actor=actor, bulk=bulk)
+    return voided
+
+
+def matches_void_by_server_key(
+    *, key: ServerKey, since: datetime, until: datetime, reason: str, actor: Actor
+) -> list[int]:
+    """Void every match a server key submitted that ended in [since, until)."""
+    pks = list(
+        Match.objects.filter(server_key=key, ended_at__gte=since, ended_at__lt=until)
+        .exclude(status=Match.Status.VOIDED)
+        .values_list("pk", flat=True)
+    )
+    bulk = {"server_key": key.key_id, "since": since.isoformat(), "until": until.isoformat()}
+    return matches_void(game=key.game, match_pks=pks, reason=reason, actor=actor, bulk=bulk)
+
+
+def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
+    """Apply a held match exactly as ingest would have, and clear its flags. Approving an
+    accepted match only clears its flags; a voided one is a conflict (409)."""
+    with transaction.atomic():
+        moved = _status_set([match.pk], Match.Status.ACCEPTED, [Match.Status.HELD])
+        if not moved:
+            status = Match.objects.filter(pk=match.pk).values_list("status", flat=True).first()
+            if status == Match.Status.VOIDED:
+                raise MatchVoided(f"match {match.match_id!r} was voided; a voided match cannot be approved")
+        else:
+            scores_services.matches_values_apply(game_config(match.game), [match.pk])
+        _flags_resolve([match.pk])
+        _audit(
+            actor,
+            AuditEntry.Action.APPROVE,
+            match.game_id,
+            reason or "approved",
+            match_id=match.pk,
+            match_ref=match.match_id,
+            details={"previous_status": moved[0][1] if moved else Match.Status.ACCEPTED},
+        ).save()
+    match.refresh_from_db(fields=["status"])
+    return match
+
+
+def match_hold(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
+    """Hold an accepted match after the fact: its values are recomputed without it (its board
+    entries go down or away) until a moderator approves or voids it. False if it was not
+    accepted any more."""
+    with transaction.atomic():
+        moved = _status_set([match.pk], Match.Status.HELD, [Match.Status.ACCEPTED])
+        if not moved:
+            return False
+        _recompute(match.game, [match.pk], f"hold: {verdict.reason}", refreeze=False)
+        MatchFlag.objects.create(
+            match=match, rule=verdict.rule, action=verdict.action, reason=verdict.reason, details=verdict.details
+        )
+        _audit(
+            actor,
+            AuditEntry.Action.HOLD,
+            match.game_id,
+            verdict.reason,
+            match_id=match.pk,
+            match_ref=match.match_id,
+            details={"rule": verdict.rule, "after_the_fact": True, **verdict.details},
+        ).save()
+    return True
+
+
+def match_flag(*, match: Match, verdict: Verdict, actor: Actor) -> None:
+    """Put an accepted match in the review queue without taking it off the boards."""
+    with transaction.atomic():
+        MatchFlag.objects.create(
+            match=match, rule=verdict.rule, action="flag", reason=verdict.reason, details=verdict.details
+        )
+        _audit(
+            actor,
+            AuditEntry.Action.FLAG,
+            match.game_id,
+            verdict.reason,
+            match_id=match.pk,
+            match_ref=match.match_id,
+            details={"rule": verdict.rule, **verdict.details},
+        ).save()
+
+
+def server_key_revoke(*, key: ServerKey, actor: Actor, reason: str = "revoked by a moderator") -> ServerKey:
+    with transaction.atomic():
+        already = key.revoked_at is not None
+        scores_services.server_key_revoke(key=key)
+        if not already:
+            _audit(actor, AuditEntry.Action.REVOKE_KEY, key.game_id, reason, server_key=key).save()
+    return key
+
+
+# --- after the fact -------------------------------------------------------------------------
+
+
+def matches_check(*, match_pks: Sequence[int]) -> int:
+    """The heavier checks (ASYNC_RULES) on accepted matches; holds what they find. Returns how
+    many matches were held. Matches voided or held meanwhile are skipped."""
+    rows = list(
+        Match.objects.filter(pk__in=match_pks, status=Match.Status.ACCEPTED).values_list(
+            "pk",
+            "match_id",
+            "game_id",
+            "results__player_id",
+            "results__player__external_id",
+            "results__board__slug",
+            "results__score",
+        )
+    )
+    by_game: dict[int, list[StoredResult]] = defaultdict(list)
+    for pk, match_id, game_id, player_id, player, board, score in rows:
+        by_game[game_id].append(StoredResult(pk, match_id, player_id, player, board, score))
+    held = 0
+    for game_id, results in by_game.items():
+        config = game_config(Game.objects.get(pk=game_id))
+        for rule in ASYNC_RULES:
+            for match_pk, verdict in rule.check(config, results).items():
+                match = Match.objects.select_related("game").get(pk=match_pk)
+                if verdict.action == "hold":
+                    held += match_hold(match=match, verdict=verdict, actor=Actor.rules(verdict.rule))
+                else:
+                    match_flag(match=match, verdict=verdict, actor=Actor.rules(verdict.rule))
+    return held
+
+
+def board_stats_refresh(*, now: datetime | None = None) -> int:
+    """Recompute each board's recent statistics (beat, every few minutes): the value part at
+    its top percentile and the server keys out of line with the others. Returns boards done."""
+    now = now or timezone.now()
+    since = recent_window(now)
+    done = 0
+    for game in Game.objects.order_by("id"):
+        config = game_config(game)
+        for board in config.boards.values():
+            t = thresholds_for(board.anticheat)
+            part = "r.score - %(min)s" if board.mode == "best" and board.order == "desc" else "%(max)s - r.score"
+            if board.mode == "total":
+                part = "r.score"
+            with connection.cursor() as cur:
+                cur.execute(
+                    f"""
+                    SELECT m.server_key_id, {part} AS vp
+                    FROM scores_result r JOIN scores_match m ON m.id = r.match_id
+                    WHERE r.board_id = %(board)s AND m.status = 'accepted' AND m.received_at >= %(since)s
+                    """,
+                    {"board": board.id, "since": since, "min": board.min_score, "max": board.max_score},
+                )
+                rows = cur.fetchall()
+            parts = sorted(vp for _, vp in rows)
+            top = parts[min(len(parts) - 1, int(len(parts) * t.top_percentile / 100))] if parts else None
+            BoardStats.objects.update_or_create(
+                board_id=board.id,
+                defaults={"top_value_part": top, "sample": len(parts), "outlier_keys": _outliers(rows, t)},
+            )
+            done += 1
+    return done
+
+
+def _outliers(rows: list[tuple[int | None, int]], t: Thresholds) -> list[int]:
+    """Server keys whose mean value part is more than server_zscore standard deviations above
+    the mean of the other servers' means (leave-one-out, at least 3 servers with enough results)."""
+    if not t.server_zscore:
+        return []
+    per_key: dict[int, list[int]] = defaultdict(list)
+    for key, vp in rows:
+        if key is not None:
+            per_key[key].append(vp)
+    means = {k: statistics.fmean(v) for k, v in per_key.items() if len(v) >= t.server_min_results}
+    if len(means) < 3:
+        return []
+    out = []
+    for key, mean in means.items():
+        others = [m for k, m in means.items() if k != key]
+        spread = statistics.pstdev(others)
+        centre = statistics.fmean(others)
+        # with identical other servers any clear excess is out of line: use a floor of 1 unit
+        if (mean - centre) / max(spread, 1.0) > t.server_zscore:
+            out.append(key)
+    return sorted(out)

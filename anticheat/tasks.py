@@ -1,0 +1,15 @@
+from celery import shared_task
+
+from anticheat import services
+
+
+@shared_task(ignore_result=True)
+def check_matches(match_pks: list[int]) -> int:
+    """The heavier checks on accepted matches, after the fact; holds what they find."""
+    return services.matches_check(match_pks=match_pks)
+
+
+@shared_task(ignore_result=True)
+def refresh_stats() -> int:
+    """Recompute the boards' recent statistics the board_top and server_outlier rules use."""
+    return services.board_stats_refresh()
