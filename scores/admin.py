@@ -2,7 +2,6 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from scores import services
 from scores.models import Board, Game, Match, Player, Result, Season, ServerKey
 
 
@@ -39,10 +38,14 @@ class ServerKeyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.action(description="Revoke selected keys (refused from their next request)")
+    # revoking needs the change permission: a moderator may see keys but not revoke them
+    # unless granted scores.change_serverkey separately
+    @admin.action(description="Revoke selected keys (refused from their next request)", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ServerKey]) -> None:
+        from anticheat.services import Actor, server_key_revoke
+
         for key in queryset:
-            services.server_key_revoke(key=key)
+            server_key_revoke(key=key, actor=Actor.of_user(request.user))
         self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
 
 

@@ -18,9 +18,10 @@ PERMISSIONS = [
 def create_group(apps, schema_editor):
     # Permissions are normally created after all migrations ran; make sure they exist now.
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
+        original = getattr(app_config, "models_module", None)
+        app_config.models_module = original or True
         create_permissions(app_config, apps=apps, verbosity=0)
-        app_config.models_module = None
+        app_config.models_module = original
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     group, _ = Group.objects.get_or_create(name="moderators")
