@@ -5,6 +5,7 @@ what a developer's machine (and `make run` / `make test`) uses.
 """
 
 import os
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -45,6 +46,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # static files (the admin's CSS, the player pages' assets) from the web process itself
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -129,6 +132,11 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Served straight from the apps' and static/ folders: no collectstatic step before `make run`.
+WHITENOISE_USE_FINDERS = True
+# With finders, STATIC_ROOT exists only after an optional collectstatic (production images).
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+WHITENOISE_AUTOREFRESH = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Request bodies: a batch of 1000 matches fits comfortably; anything larger is refused

@@ -28,3 +28,9 @@ def test_unknown_path_uses_the_error_body(transactional_db) -> None:
     response = Client().get("/api/v1/nothing-here")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+def test_admin_css_is_served_by_the_web_process(transactional_db) -> None:
+    response = Client().get("/static/admin/css/base.css")
+    assert response.status_code == 200
+    assert b"body" in b"".join(response.streaming_content) if response.streaming else b"body" in response.content

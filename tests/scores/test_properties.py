@@ -15,8 +15,8 @@ from boards import keys, selectors
 from boards.redis import get_redis
 from scores.models import Board, PlayerValue
 from scores.selectors import cached_board
-from tests.conftest import SignedClient, game_with_boards, reset_results
-from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
+from tests.conftest import game_with_boards, reset_results
+from tests.factories import SeasonFactory
 from tests.reference import RefBoard, Reference, RefSeason
 
 BOARDS = [
