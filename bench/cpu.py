@@ -72,6 +72,16 @@ def busy_share(seconds: float = 1.0) -> float:
     return (after[0] - before[0]) / max(after[1] - before[1], 1)
 
 
+def wait_until_quiet(threshold: float, timeout: float, sample: float = 1.0) -> float:
+    """Sample the machine's busy share every `sample` seconds until one sample is at most
+    `threshold` or `timeout` seconds have passed; return the last sample (0-1)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = busy_share(sample)
+        if busy <= threshold or time.monotonic() >= deadline:
+            return busy
+
+
 def _postgres_database(pid: int) -> str | None:
     """The database a Postgres backend serves, from its process title
     (`postgres: [CLUSTER:] USER DATABASE HOST(PORT) STATE`); None for the postmaster and background workers."""
@@ -109,6 +119,9 @@ class CpuMeter:
 
     server_pgid: int | None = None
     database: str | None = None
+    # After stop(): cores of each process of the server's group, busiest first (its own CPU, not
+    # its children's): shows how the load spread over the workers.
+    server_processes: list[tuple[int, float]] = field(default_factory=list)
     _seen: dict[tuple[int, int], _Seen] = field(default_factory=dict)  # by (pid, start time)
     _started: float = 0.0
     _busy: tuple[int, int] = (0, 0)
@@ -135,8 +148,24 @@ class CpuMeter:
                 # Reaped by a parent we watch: its whole lifetime is in the parent's child ticks,
                 # which already counts what we saw of it.
                 used_ticks[self._seen[parent].group] -= seen.last[0] + seen.last[1]
-        result = {name: round(max(t, 0) / CLOCK_TICKS / seconds, 3) for name, t in used_ticks.items()}
-        result["machine_busy"] = round((busy - self._busy[0]) / max(total - self._busy[1], 1), 3)
+        cores = {name: max(t, 0) / CLOCK_TICKS / seconds for name, t in used_ticks.items()}
+        self.server_processes = sorted(
+            (
+                (seen.pid, round((seen.last[0] - seen.first[0]) / CLOCK_TICKS / seconds, 3))
+                for seen in self._seen.values()
+                if seen.group == "server"
+            ),
+            key=lambda item: -item[1],
+        )
+        machine_busy = (busy - self._busy[0]) / max(total - self._busy[1], 1)
+        # A process tree that ends during the window (`timeout pytest ...`) is reaped level by
+        # level: the living ancestor that reaps its top inherits the whole tree's lifetime CPU,
+        # which the correction above cannot see. Such an ancestor is nearly always in `other`:
+        # cap it at what the machine's own counters leave for it.
+        residual = machine_busy * (os.cpu_count() or 1) - sum(v for k, v in cores.items() if k != "other")
+        cores["other"] = min(cores["other"], max(residual, 0.0))
+        result = {name: round(value, 3) for name, value in cores.items()}
+        result["machine_busy"] = round(machine_busy, 3)
         return result
 
     def _scan(self, initial: bool = False) -> set[tuple[int, int]]:

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,28 @@ class BenchEnv:
         for key, value in self.process_env().items():
             os.environ[key] = value
 
+    def setup_django(self) -> None:
+        """Configure Django in this process: the measured code (`code_dir`), the bench database and Redis.
+
+        The measured code goes first on sys.path, and django.setup() runs from its directory:
+        Celery's Django fixup (leaderboard_project/celery.py) puts the current directory first on
+        sys.path, which would otherwise import this checkout's apps under `--code REV`."""
+        code = str(self.code_dir)
+        if code not in sys.path:
+            sys.path.insert(0, code)
+        self.apply_to_os_environ()
+        previous = os.getcwd()
+        os.chdir(code)
+        try:
+            import django
+
+            django.setup()
+            import scores
+        finally:
+            os.chdir(previous)
+        if not Path(scores.__file__ or "").resolve().is_relative_to(self.code_dir.resolve()):
+            raise BenchError(f"Django loaded {scores.__file__}, not the measured code in {code}")
+
     @property
     def maintenance_url(self) -> str:
         return with_database(self.database_url, "postgres")
@@ -107,14 +130,21 @@ def _stop_started_services() -> None:
 
 
 @contextlib.contextmanager
-def bench_environment(code_dir: Path = REPO_ROOT) -> Iterator[BenchEnv]:
-    """Resolve the bench URLs under the bench lock; stop any server scripts/services.py started for us."""
+def bench_environment(code_dir: Path = REPO_ROOT, wait: bool = False) -> Iterator[BenchEnv]:
+    """Resolve the bench URLs under the bench lock; stop any server scripts/services.py started for us.
+
+    With another benchmark holding the lock: fail at once, or with `wait`, queue behind it."""
     lock_path = Path(tempfile.gettempdir()) / "leaderboard-bench.lock"
     with open(lock_path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise BenchError(f"another benchmark is running (lock {lock_path})") from None
+            if not wait:
+                raise BenchError(f"another benchmark is running (lock {lock_path})") from None
+            log(f"another benchmark is running (lock {lock_path}); waiting for it to finish")
+            started = time.monotonic()
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            log(f"lock acquired after {time.monotonic() - started:.0f} s")
         try:
             database_url, redis_url = _base_urls()
             env = BenchEnv(

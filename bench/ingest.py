@@ -24,7 +24,6 @@ import secrets
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,9 +32,9 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
+from bench.cli import csv_choices
 from bench.code import CodeTree, code_tree
 from bench.environment import (
-    BENCH_DB_NAME,
     GAME_SLUG,
     BenchEnv,
     BenchError,
@@ -54,7 +53,8 @@ from bench.environment import (
     reset_scores,
 )
 from bench.machine import command_line, machine_info, machine_line
-from bench.report import RESULTS_DIR, markdown_table, percentile, utc_stamp, write_json
+from bench.monitor import ServerMonitor
+from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
 from bench.server import SERVERS, ServerProcess
 
 SCENARIOS = ("single", "batch")
@@ -205,68 +205,6 @@ def _mirrored_text(m: dict[str, Any]) -> str:
     )
 
 
-# --------------------------------------------------------------------------- monitoring
-
-
-class IngestMonitor:
-    """The measured window seen from outside the server: CPU per process group, Postgres
-    connections (peak count, sessions opened) and, with --profile, a py-spy recording."""
-
-    def __init__(self, env: BenchEnv, server: ServerProcess, start_profile: Callable[[], None]) -> None:
-        self.cpu = cpu.CpuMeter(server_pgid=server.pid, database=BENCH_DB_NAME)
-        # Opened now: once the server exhausts max_connections, a new connection would fail.
-        self.pg = connect(env)
-        self.start_profile = start_profile
-        self.cores: dict[str, float] = {}
-        self.loadgen_cpu_seconds = 0.0
-        self.peak_bench_connections = 0
-        self.peak_all_connections = 0
-        self.sessions_opened = 0
-        self._sessions_at_start = 0
-        self._process_time = 0.0
-
-    def _sessions(self) -> int:
-        self.pg.execute("SELECT pg_stat_clear_snapshot()")
-        row = self.pg.execute("SELECT sessions FROM pg_stat_database WHERE datname = %s", (BENCH_DB_NAME,)).fetchone()
-        return int(row[0]) if row else 0
-
-    def _connections(self) -> None:
-        ours, total = self.pg.execute(
-            "SELECT count(*) FILTER (WHERE datname = %s), count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'",
-            (BENCH_DB_NAME,),
-        ).fetchone()  # type: ignore[misc]
-        self.peak_bench_connections = max(self.peak_bench_connections, ours - 1)  # not this monitor's own
-        self.peak_all_connections = max(self.peak_all_connections, total)
-
-    def start(self) -> None:
-        self._sessions_at_start = self._sessions()
-        self._process_time = time.process_time()
-        self.cpu.start()
-        self.start_profile()
-
-    def tick(self) -> None:
-        self.cpu.tick()
-        self._connections()
-
-    def stop(self) -> None:
-        self.cores = self.cpu.stop()
-        self.cores["loadgen"] = self.cores.pop("self")
-        self.loadgen_cpu_seconds = time.process_time() - self._process_time
-        self._connections()
-        self.sessions_opened = self._sessions() - self._sessions_at_start
-
-    def close(self) -> None:
-        self.pg.close()
-
-    def report(self, requests: int) -> dict[str, Any]:
-        return {
-            "peak_bench_connections": self.peak_bench_connections,
-            "peak_all_connections": self.peak_all_connections,
-            "sessions_opened": self.sessions_opened,
-            "sessions_per_request": round(self.sessions_opened / requests, 3) if requests else None,
-        }
-
-
 # --------------------------------------------------------------------------- one run
 
 
@@ -281,14 +219,6 @@ class Context:
     game: int
     stamp: str
     tag: str
-
-
-def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    try:
-        import uvloop  # installed with uvicorn[standard]: a faster load generator
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dict[str, Any]:
@@ -318,8 +248,8 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     log(
         f"{server.name} / {scenario.name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {args.concurrency} connections"
     )
-    monitor = IngestMonitor(ctx.env, server, start_profile)
-    with contextlib.closing(monitor), asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+    monitor = ServerMonitor(ctx.env, server.pid, start_profile)
+    with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
         result = runner.run(
             loadgen.closed_loop(
                 host="127.0.0.1",
@@ -352,11 +282,11 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         "matches_per_s": tally.measured_matches / seconds,
         "results_per_s": tally.measured_results / seconds,
         "latency_ms": {
-            "p50": _ms(percentile(latencies, 50)),
-            "p95": _ms(percentile(latencies, 95)),
-            "p99": _ms(percentile(latencies, 99)),
-            "max": _ms(latencies[-1] if latencies else None),
-            "mean": _ms(sum(latencies) / len(latencies) if latencies else None),
+            "p50": ms(percentile(latencies, 50)),
+            "p95": ms(percentile(latencies, 95)),
+            "p99": ms(percentile(latencies, 99)),
+            "max": ms(latencies[-1] if latencies else None),
+            "mean": ms(sum(latencies) / len(latencies) if latencies else None),
         },
         "statuses": dict(result.statuses),
         "errors": sum(errors.values()) + sum(tally.rejected.values()),
@@ -373,7 +303,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         "mirrored": mirrored,
     }
     if "proc" in profile:
-        row["profile"] = _finish_profile(profile)
+        row["profile"] = profiling.finish_recording(profile["proc"], profile["path"], profile["code_dir"])
     log(
         f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, {row['results_per_s']:,.0f} results/s, "
         f"p50 {row['latency_ms']['p50']} ms, errors {row['errors']}; "
@@ -386,31 +316,6 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         if any(k.startswith("5") for k in errors):
             log(f"  server log tail:\n{server.log_tail()}")
     return row
-
-
-def _finish_profile(profile: dict[str, Any]) -> dict[str, Any]:
-    proc = profile["proc"]
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    except Exception:
-        proc.kill()
-        raise
-    path = profile["path"]
-    if proc.returncode != 0 or not path.exists():
-        log(f"py-spy failed ({proc.returncode}): {stderr.decode(errors='replace')[-500:]}")
-        return {"path": None}
-    summary = profiling.summarise(path, profile["code_dir"])
-    print(f"\nprofile {path.name}\n{summary.render()}\n", flush=True)
-    return {
-        "path": str(path.relative_to(RESULTS_DIR.parent.parent)),
-        "samples": summary.samples,
-        "inclusive": summary.inclusive,
-        "self": summary.self_time,
-    }
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 2)
 
 
 # --------------------------------------------------------------------------- output
@@ -469,17 +374,6 @@ def render_tables(runs: list[dict[str, Any]]) -> str:
 # --------------------------------------------------------------------------- command line
 
 
-def _csv(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
-    def parse(text: str) -> list[str]:
-        items = [s.strip() for s in text.split(",") if s.strip()]
-        unknown = [s for s in items if s not in choices]
-        if unknown or not items:
-            raise argparse.ArgumentTypeError(f"choose from {', '.join(choices)} (got {text!r})")
-        return items
-
-    return parse
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.ingest",
@@ -492,9 +386,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=1000, help="matches per batch request (default 1000)")
     parser.add_argument("--players", type=int, default=1_000_000, help="players are p1..pN (default 1,000,000)")
     parser.add_argument(
-        "--servers", type=_csv(tuple(SERVERS)), default=["uvicorn", "gunicorn"], help="default uvicorn,gunicorn"
+        "--servers", type=csv_choices(tuple(SERVERS)), default=["uvicorn", "gunicorn"], help="default uvicorn,gunicorn"
     )
-    parser.add_argument("--scenarios", type=_csv(SCENARIOS), default=list(SCENARIOS), help="default single,batch")
+    parser.add_argument(
+        "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help="default single,batch"
+    )
     parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
     parser.add_argument("--board", default="rating", help="board of bench/game.toml the results go to (default rating)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a request counts as timed out")

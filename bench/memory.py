@@ -262,10 +262,7 @@ def timed_phases(module: ModuleType, names: tuple[str, ...]) -> Iterator[dict[st
 
 def rebuild(env: BenchEnv, r: redis.Redis, board: BoardInfo, values: Values, profile: str | None) -> dict[str, Any]:
     """boards_rebuild(boards=[board]) in this process, with Django configured for the bench."""
-    env.apply_to_os_environ()
-    import django
-
-    django.setup()
+    env.setup_django()
     from boards import services as board_services
     from boards.redis import get_redis
     from scores.models import Board

@@ -13,8 +13,9 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bench.environment import REPO_ROOT, VENV_BIN, BenchError
+from bench.environment import REPO_ROOT, VENV_BIN, BenchError, log
 
 _LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
@@ -110,3 +111,23 @@ def summarise(path: Path, code_dir: Path = REPO_ROOT, top: int = 25) -> ProfileS
         inclusive=[(n, c / share) for n, c in inclusive.most_common(top)],
         self_time=[(n, c / share) for n, c in leaf.most_common(top)],
     )
+
+
+def finish_recording(proc: subprocess.Popen[bytes], path: Path, code_dir: Path) -> dict[str, Any]:
+    """Wait for a recording started with `start_recording`, print its summary, return it for the JSON."""
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except Exception:
+        proc.kill()
+        raise
+    if proc.returncode != 0 or not path.exists():
+        log(f"py-spy failed ({proc.returncode}): {stderr.decode(errors='replace')[-500:]}")
+        return {"path": None}
+    summary = summarise(path, code_dir)
+    print(f"\nprofile {path.name}\n{summary.render()}\n", flush=True)
+    return {
+        "path": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
+        "samples": summary.samples,
+        "inclusive": summary.inclusive,
+        "self": summary.self_time,
+    }

@@ -27,6 +27,11 @@ def percentile(sorted_values: Sequence[float], p: float) -> float | None:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
+def ms(seconds: float | None) -> float | None:
+    """Seconds as milliseconds rounded to 0.01 (None stays None)."""
+    return None if seconds is None else round(seconds * 1000, 2)
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A markdown table; numbers are right-aligned."""
     cells = [[_cell(v) for v in row] for row in rows]

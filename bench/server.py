@@ -15,7 +15,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -59,12 +59,20 @@ def free_port() -> int:
 class ServerProcess:
     """`with ServerProcess("uvicorn", env) as server:` starts it and waits for /healthz 200."""
 
-    def __init__(self, name: str, env: BenchEnv, workers: int = 2, ready_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        env: BenchEnv,
+        workers: int = 2,
+        ready_timeout: float = 60.0,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
         if name not in SERVERS:
             raise BenchError(f"unknown server {name!r}; choose from {', '.join(SERVERS)}")
         self.name = name
         self.env = env
         self.workers = workers
+        self.extra_env = dict(extra_env or {})  # on top of env.process_env(): settings module, throttles...
         self.ready_timeout = ready_timeout
         self.port = free_port()
         self.command = SERVERS[name](self.port, workers)
@@ -94,7 +102,7 @@ class ServerProcess:
             self.proc = subprocess.Popen(
                 self.command,
                 cwd=self.env.code_dir,
-                env=self.env.process_env(),
+                env=self.env.process_env(**self.extra_env),
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,

@@ -1,0 +1,112 @@
+"""The measured window of a load test seen from outside the server under test: CPU per process
+group (bench/cpu.py), Postgres connections, sessions and transactions of the bench database,
+Redis commands and, with --profile, a py-spy recording started with the window."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from bench import cpu
+from bench.environment import BENCH_DB_NAME, BenchEnv, connect
+
+
+class ServerMonitor:
+    """A loadgen.WindowMonitor: start() at the window's start, tick() during it, stop() at its end."""
+
+    def __init__(
+        self,
+        env: BenchEnv,
+        server_pid: int,
+        start_profile: Callable[[], None] = lambda: None,
+        r: redis.Redis | None = None,
+    ) -> None:
+        self.cpu = cpu.CpuMeter(server_pgid=server_pid, database=BENCH_DB_NAME)
+        # Opened now: once the server exhausts max_connections, a new connection would fail.
+        self.pg = connect(env)
+        self.redis = r
+        self.start_profile = start_profile
+        self.cores: dict[str, float] = {}
+        self.loadgen_cpu_seconds = 0.0
+        self.peak_bench_connections = 0
+        self.peak_all_connections = 0
+        self.sessions_opened = 0
+        self.transactions = 0
+        self.redis_commands: int | None = None
+        self._at_start: tuple[int, int] = (0, 0)
+        self._redis_at_start = 0
+        self._process_time = 0.0
+
+    def _database_stats(self) -> tuple[int, int]:
+        """(sessions opened, transactions committed or rolled back) of the bench database so far.
+
+        Every statement of an autocommit connection is a transaction: for a read-only server
+        that does not open transactions, transactions are its SQL queries. This monitor's own
+        queries are a handful per window."""
+        self.pg.execute("SELECT pg_stat_clear_snapshot()")
+        row = self.pg.execute(
+            "SELECT sessions, xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s", (BENCH_DB_NAME,)
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def _redis_commands(self) -> int:
+        assert self.redis is not None
+        return int(self.redis.info("stats")["total_commands_processed"])
+
+    def _connections(self) -> None:
+        ours, total = self.pg.execute(
+            "SELECT count(*) FILTER (WHERE datname = %s), count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'",
+            (BENCH_DB_NAME,),
+        ).fetchone()  # type: ignore[misc]
+        self.peak_bench_connections = max(self.peak_bench_connections, ours - 1)  # not this monitor's own
+        self.peak_all_connections = max(self.peak_all_connections, total)
+
+    def start(self) -> None:
+        self._at_start = self._database_stats()
+        if self.redis is not None:
+            self._redis_at_start = self._redis_commands()
+        self._process_time = time.process_time()
+        self.cpu.start()
+        self.start_profile()
+
+    def tick(self) -> None:
+        self.cpu.tick()
+        self._connections()
+
+    def stop(self) -> None:
+        self.cores = self.cpu.stop()
+        self.cores["loadgen"] = self.cores.pop("self")
+        self.loadgen_cpu_seconds = time.process_time() - self._process_time
+        if self.redis is not None:
+            self.redis_commands = self._redis_commands() - self._redis_at_start
+        self._connections()
+        sessions, transactions = self._database_stats()
+        self.sessions_opened = sessions - self._at_start[0]
+        self.transactions = transactions - self._at_start[1]
+
+    def close(self) -> None:
+        self.pg.close()
+
+    def report(self, requests: int) -> dict[str, Any]:
+        """Postgres figures of the window; `requests` is how many completed in it."""
+        return {
+            "peak_bench_connections": self.peak_bench_connections,
+            "peak_all_connections": self.peak_all_connections,
+            "sessions_opened": self.sessions_opened,
+            "sessions_per_request": round(self.sessions_opened / requests, 3) if requests else None,
+            "transactions": self.transactions,
+            "transactions_per_request": round(self.transactions / requests, 3) if requests else None,
+        }
+
+    def redis_report(self, requests: int) -> dict[str, Any]:
+        """Commands the whole Redis server processed in the window: every db (others' work included),
+        and every command a Lua script ran counted as well as the EVALSHA that ran it."""
+        if self.redis_commands is None:
+            return {}
+        return {
+            "commands": self.redis_commands,
+            "commands_per_request": round(self.redis_commands / requests, 2) if requests else None,
+        }
