@@ -24,6 +24,8 @@ import psycopg
 import redis
 from psycopg import sql
 
+from scripts.services import with_redis_db
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
 # Not resolved: a venv's python is a symlink to the base interpreter, whose bin/ lacks uvicorn.
@@ -49,14 +51,6 @@ def log(message: str) -> None:
 
 def with_database(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-def with_redis_db(url: str, db: int) -> str:
-    parts = urlsplit(url)
-    if parts.scheme == "unix":  # unix:///path/redis.sock?db=N
-        query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("db="))
-        return urlunsplit(parts._replace(query=f"{query}&db={db}" if query else f"db={db}"))
-    return urlunsplit(parts._replace(path=f"/{db}"))
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from bench.code import CodeTree, code_tree
+from bench.cli import run_benchmark
+from bench.code import CodeTree
 from bench.environment import (
     BenchEnv,
     BenchError,
-    bench_environment,
     board_info,
     connect,
     game_id,
@@ -98,12 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--code", metavar="REV|DIR")
     args = parser.parse_args(argv)
-    try:
-        with code_tree(args.code) as code, bench_environment(code.path) as env:
-            return run(args, env, code)
-    except BenchError as exc:
-        log(f"error: {exc}")
-        return 1
+    return run_benchmark(args, run)
 
 
 if __name__ == "__main__":

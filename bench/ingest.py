@@ -32,15 +32,13 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
-from bench.cli import csv_choices
-from bench.code import CodeTree, code_tree
+from bench.cli import csv_choices, run_benchmark
+from bench.code import CodeTree
 from bench.environment import (
     GAME_SLUG,
     BenchEnv,
-    BenchError,
     BoardInfo,
     ServerKey,
-    bench_environment,
     board_info,
     connect,
     create_server_key,
@@ -461,15 +459,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        with code_tree(args.code) as code, bench_environment(code.path) as env:
-            return run(args, env, code)
-    except BenchError as exc:
-        log(f"error: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
+    return run_benchmark(args, run)
 
 
 if __name__ == "__main__":

@@ -35,14 +35,14 @@ import redis
 from psycopg import sql
 
 from bench import cpu, profiling
-from bench.code import CodeTree, code_tree
+from bench.cli import run_benchmark
+from bench.code import CodeTree
 from bench.environment import (
     BENCH_DB_NAME,
     BENCH_REDIS_DB,
     BenchEnv,
     BenchError,
     BoardInfo,
-    bench_environment,
     board_info,
     connect,
     flush_redis,
@@ -421,15 +421,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        with code_tree(args.code) as code, bench_environment(code.path) as env:
-            return run(args, env, code)
-    except BenchError as exc:
-        log(f"error: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
+    return run_benchmark(args, run)
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
-from bench.cli import csv_choices
-from bench.code import CodeTree, code_tree
+from bench.cli import csv_choices, run_benchmark
+from bench.code import CodeTree
 from bench.environment import (
     BENCH_DB_NAME,
     BENCH_DIR,
@@ -54,7 +54,6 @@ from bench.environment import (
     BenchError,
     BoardInfo,
     ServerKey,
-    bench_environment,
     board_info,
     connect,
     create_server_key,
@@ -884,15 +883,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        with code_tree(args.code) as code, bench_environment(code.path, wait=not args.no_wait) as env:
-            return run(args, env, code)
-    except BenchError as exc:
-        log(f"error: {exc}")
-        return 1
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
+    return run_benchmark(args, run, wait=not args.no_wait)
 
 
 if __name__ == "__main__":
