@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import redis
 
 from bench import cpu
 from bench.environment import BENCH_DB_NAME, BenchEnv, connect
+
+
+def _rss_bytes(pid: int) -> int:
+    """A process's resident memory (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 class ServerMonitor:
@@ -36,6 +48,7 @@ class ServerMonitor:
         self.sessions_opened = 0
         self.transactions = 0
         self.redis_commands: int | None = None
+        self.server_rss_bytes = 0  # resident memory of the server's processes at the window's end
         self._at_start: tuple[int, int] = (0, 0)
         self._redis_at_start = 0
         self._process_time = 0.0
@@ -78,6 +91,7 @@ class ServerMonitor:
 
     def stop(self) -> None:
         self.cores = self.cpu.stop()
+        self.server_rss_bytes = sum(_rss_bytes(pid) for pid, _ in self.cpu.server_processes)
         self.cores["loadgen"] = self.cores.pop("self")
         self.loadgen_cpu_seconds = time.process_time() - self._process_time
         if self.redis is not None:

@@ -425,6 +425,7 @@ class Context:
     fixture: Fixture
     scenarios: dict[str, Scenario]
     stamp: str
+    server_env: dict[str, str]  # on top of the bench environment (server_env())
 
 
 def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dict[str, Any]:
@@ -505,6 +506,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         "waited_for_quiet_seconds": round(waited, 1),
         "cpu_cores": monitor.cores,
         "server_process_cores": monitor.cpu.server_processes,
+        "server_rss_bytes": monitor.server_rss_bytes,
         "loadgen_cpu_seconds": round(monitor.loadgen_cpu_seconds, 3),
         "postgres": monitor.report(result.completed),
         "redis": monitor.redis_report(result.completed),
@@ -524,19 +526,26 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     return row
 
 
-def run_measured(ctx: Context, server: ServerProcess, scenario: Scenario) -> dict[str, Any]:
-    """run_scenario, again (up to --retries times) when other work took CPU during the window:
+def run_measured(ctx: Context, name: str, scenario: Scenario) -> dict[str, Any]:
+    """run_scenario on a server started for it, so no scenario inherits another's process state
+    (TopApi keeps up to 10,000 top pages in each worker's memory: after top-deep, every request
+    of the next scenario would pay for the larger heap's garbage collection).
+
+    Again (up to --retries times, on a new server) when other work took CPU during the window:
     on a shared machine a test suite starting mid-window makes a figure meaningless. Keeps the
     attempt other work disturbed least."""
     # py-spy (--profile) runs next to the server and counts as other work: no retries then.
     retries = 0 if ctx.args.profile else ctx.args.retries
     attempts: list[dict[str, Any]] = []
     while True:
-        attempts.append(run_scenario(ctx, server, scenario))
-        other = attempts[-1]["cpu_cores"].get("other", 0.0)
+        with ServerProcess(name, ctx.env, workers=ctx.args.workers, extra_env=ctx.server_env) as server:
+            row = run_scenario(ctx, server, scenario)
+            row["server_command"] = server.command
+        attempts.append(row)
+        other = row["cpu_cores"].get("other", 0.0)
         if other <= OTHER_CORES_LIMIT or len(attempts) > retries:
             break
-        log(f"{server.name} / {scenario.name}: other work used {other:.2f} cores during the window; once more")
+        log(f"{name} / {scenario.name}: other work used {other:.2f} cores during the window; once more")
     best = min(attempts, key=lambda row: row["cpu_cores"].get("other", 0.0))
     best["discarded_attempts"] = [
         {k: row[k] for k in ("requests_per_s", "latency_ms", "cpu_cores")} for row in attempts if row is not best
@@ -694,13 +703,13 @@ def _workers_text(r: dict[str, Any]) -> str:
 def render_resources(runs: list[dict[str, Any]]) -> str:
     return markdown_table(
         ["server", "scenario", "server", "workers", "postgres", "redis", "loadgen", "other", "busy", "busy before",
-         "pg conns peak", "pg xacts/req", "redis cmds/req"],
+         "server RSS MB", "pg conns peak", "pg xacts/req", "redis cmds/req"],
         [
             [r["server"], r["scenario"], r["cpu_cores"].get("server"), _workers_text(r), r["cpu_cores"].get("postgres"),
              r["cpu_cores"].get("redis"), r["cpu_cores"].get("loadgen"), r["cpu_cores"].get("other"),
              f"{r['cpu_cores'].get('machine_busy', 0):.0%}", f"{r['machine_busy_before']:.0%}",
-             r["postgres"]["peak_bench_connections"], r["postgres"]["transactions_per_request"],
-             r["redis"].get("commands_per_request")]
+             round(r["server_rss_bytes"] / 2**20), r["postgres"]["peak_bench_connections"],
+             r["postgres"]["transactions_per_request"], r["redis"].get("commands_per_request")]
             for r in runs
         ],
     )  # fmt: skip
@@ -729,7 +738,7 @@ def render(
             parts.append(f"{name} correct: {_correct_text(checks[name])}")
     parts.append(
         "During the measured window: CPU cores in use by group (and by the server's busiest worker processes), "
-        "machine busy share (and before the scenario), "
+        "machine busy share (and before the scenario), the server's resident memory at the end, "
         "peak Postgres connections of the bench database, Postgres transactions (= SQL statements here) and "
         f"Redis commands (whole server, those run inside Lua scripts included) per request:\n\n{render_resources(runs)}"
     )
@@ -838,22 +847,18 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
         fixture.setup["seconds"]["database"] = round(time.perf_counter() - prepared, 2)
         board = board_info(pg, args.board)
         rng = random.Random(args.seed + 1)
-        ctx = Context(args, env, r, fixture, scenarios(fixture, args.board, random.Random()), stamp)
+        ctx = Context(args, env, r, fixture, scenarios(fixture, args.board, random.Random()), stamp, server_env(args))
         log(f"computing the expected ranks of {CHECK_PLAYERS} players in Postgres")
         expected = expected_from_postgres(pg, board, fixture, rng)
         runs: list[dict[str, Any]] = []
         checks: dict[str, dict[str, Any]] = {}
-        extra_env = server_env(args)
         for name in args.servers:
-            log(f"starting {name}")
-            with ServerProcess(name, env, workers=args.workers, extra_env=extra_env) as server:
-                log(f"{name} ready on port {server.port}: {' '.join(server.command)}")
-                for scenario_name in args.scenarios:
-                    row = run_measured(ctx, server, ctx.scenarios[scenario_name])
-                    row["server_command"] = server.command
-                    runs.append(row)
+            for scenario_name in args.scenarios:
+                runs.append(run_measured(ctx, name, ctx.scenarios[scenario_name]))
+            with ServerProcess(name, env, workers=args.workers, extra_env=ctx.server_env) as server:
                 checks[name] = check_server(server, fixture.key, board, expected)
-                log(f"{name} correct: {_correct_text(checks[name])}")
+            log(f"{name} correct: {_correct_text(checks[name])}")
+        flush_redis(r)  # the board and its caches: ~150 MB of a Redis others use too
     text = render(runs, checks, args.servers, args)
     print(f"\n{machine_line(machine)}\n{command_line()}\n\n{text}\n", flush=True)
     path = write_json(
@@ -867,7 +872,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
             "code": code.info,
             "config": vars(args),
             "game_file": "bench/game.toml",
-            "server_env": extra_env,
+            "server_env": ctx.server_env,
             "setup": fixture.setup,
             "scenarios": SCENARIO_REQUESTS,
             "runs": runs,
