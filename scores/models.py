@@ -1,6 +1,7 @@
 """The durable truth: games and their configuration, players, matches, results and the
 per-board, per-window value of every player. Redis is derived from these tables."""
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.validators import RegexValidator
 from django.db import models
@@ -243,3 +244,21 @@ class PlayerRegion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id} in {self.region_id} ({self.season_id})"
+
+
+class PlayerAccount(models.Model):
+    """A site login (Django user) that plays as one player of a game: the player pages and the
+    websocket read as this player when the session belongs to the user. One player per user per
+    game, one user per player. Made by the demo data or by redeeming a game's one-time login link."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="player_accounts")
+    # Denormalised from player.game so the one-per-game rule is a plain unique constraint.
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="+")
+    player = models.OneToOneField(Player, on_delete=models.CASCADE, related_name="account")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "game"], name="playeraccount_one_per_game")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} plays {self.player_id}"

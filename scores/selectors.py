@@ -13,7 +13,7 @@ from django.db import connection
 from django.db.models.signals import post_delete, post_save
 
 from scores import encoding, windows
-from scores.models import Board, Friendship, Game, Player, Region, Season
+from scores.models import Board, Friendship, Game, Player, PlayerAccount, Region, Season
 from scores.windows import SeasonSpan
 
 
@@ -197,6 +197,13 @@ for _model in (Game, Board, Season, Region):
 
 def player_pk(game_id: int, external_id: str) -> int | None:
     return Player.objects.filter(game_id=game_id, external_id=external_id).values_list("pk", flat=True).first()
+
+
+def player_of_user(user_id: int | None, game_id: int) -> int | None:
+    """The player a signed-in user plays as in a game (scores.PlayerAccount), or None."""
+    if not user_id:
+        return None
+    return PlayerAccount.objects.filter(user_id=user_id, game_id=game_id).values_list("player_id", flat=True).first()
 
 
 def friend_pks(player_pk_: int) -> list[int]:
