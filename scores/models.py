@@ -3,8 +3,10 @@ per-board, per-window value of every player. Redis is derived from these tables.
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import OpClass
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models.functions import Lower
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]{0,63}$"
 PLAYER_RE = r"^[A-Za-z0-9_.:@-]{1,64}$"
@@ -103,6 +105,15 @@ class Player(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "external_id"], name="player_unique_id_per_game")]
+        indexes = [
+            # the player pages' search by display-name prefix (LIKE 'abc%' on lower(name)): an
+            # index range scan at any number of players, whatever the database's collation
+            models.Index(
+                models.F("game"),
+                OpClass(Lower("display_name"), name="text_pattern_ops"),
+                name="player_name_prefix",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.external_id
@@ -262,3 +273,17 @@ class PlayerAccount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} plays {self.player_id}"
+
+
+class LoginLinkUse(models.Model):
+    """A redeemed one-time login link (scores/accounts.py). The link itself is a signed token
+    and is not stored; its nonce is inserted here on redemption, and the primary key makes a
+    second redemption fail in the database rather than in a read-then-write check."""
+
+    nonce = models.CharField(max_length=32, primary_key=True)
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    redeemed_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.nonce} -> {self.user_id}"
