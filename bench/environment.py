@@ -33,8 +33,10 @@ VENV_BIN = Path(sys.executable).parent
 GAME_FILE = BENCH_DIR / "game.toml"
 GAME_SLUG = "bench"
 
-BENCH_DB_NAME = "leaderboard_bench"
-BENCH_REDIS_DB = 2
+# Overridable so that a second bench (the smoke test inside a test suite, a helper's run next
+# to someone else's) never resets another's data: each name gets its own lock too.
+BENCH_DB_NAME = os.environ.get("BENCH_DB_NAME", "leaderboard_bench")
+BENCH_REDIS_DB = int(os.environ.get("BENCH_REDIS_DB", "2"))
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/leaderboard"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 # Everything the ingest path writes; games, boards, seasons and keys stay.
@@ -128,7 +130,7 @@ def bench_environment(code_dir: Path = REPO_ROOT, wait: bool = False) -> Iterato
     """Resolve the bench URLs under the bench lock; stop any server scripts/services.py started for us.
 
     With another benchmark holding the lock: fail at once, or with `wait`, queue behind it."""
-    lock_path = Path(tempfile.gettempdir()) / "leaderboard-bench.lock"
+    lock_path = Path(tempfile.gettempdir()) / f"{BENCH_DB_NAME}.lock"
     with open(lock_path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -24,6 +24,7 @@ import secrets
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -64,31 +65,34 @@ BUSY_WARNING = 0.2  # the machine's busy share before a scenario above which res
 
 
 class MatchFactory:
-    """Matches of one result each: a random player among p1..pN, a random score, ended now."""
+    """Matches of one result each: a random player among p1..pN, ended now, with a score from
+    `score(pk)` or else uniform within the board's bounds (on an empty board: every player new)."""
 
-    def __init__(self, tag: str, board: BoardInfo, players: int, rng: random.Random) -> None:
+    def __init__(
+        self,
+        tag: str,
+        board: BoardInfo,
+        players: int,
+        rng: random.Random,
+        score: Callable[[int], int] | None = None,
+    ) -> None:
         self.tag = tag
         self.board = board
         self.players = players
         self.rng = rng
+        self.score = score or (lambda pk: rng.randint(board.min_score, board.max_score))
         self.counter = itertools.count(1)
 
     def matches(self, n: int) -> list[dict[str, Any]]:
         ended_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        rng, board = self.rng, self.board
+        pks = [self.rng.randint(1, self.players) for _ in range(n)]
         return [
             {
                 "match_id": f"{self.tag}-{next(self.counter)}",
                 "ended_at": ended_at,
-                "results": [
-                    {
-                        "player": f"p{rng.randint(1, self.players)}",
-                        "board": board.slug,
-                        "score": rng.randint(board.min_score, board.max_score),
-                    }
-                ],
+                "results": [{"player": f"p{pk}", "board": self.board.slug, "score": self.score(pk)}],
             }
-            for _ in range(n)
+            for pk in pks
         ]
 
 

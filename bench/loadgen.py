@@ -1,7 +1,11 @@
-"""A closed-loop HTTP/1.1 load generator on raw asyncio streams (no third-party client).
+"""An HTTP/1.1 load generator on raw asyncio streams (no third-party client), closed or open loop.
 
-N connections each send a request, wait for its response, and send the next at once, so the
-offered load adapts to the server's speed and latency is what a caller actually waits.
+Closed loop (`closed_loop`): N connections each send a request, wait for its response, and send
+the next at once, so the offered load adapts to the server's speed and latency is what a caller
+actually waits; once the server saturates, that latency is mostly queueing (N / throughput).
+Open loop (`open_loop`): requests are scheduled at a fixed arrival rate whatever the server
+does, and latency runs from the *scheduled* send time, so a server (or a load generator) that
+falls behind shows it in the latency instead of quietly sending less (coordinated omission).
 Connections are kept alive; when the server closes one (gunicorn's sync workers close after
 every response) the next request opens a new one, and that connect is part of its latency.
 
@@ -45,6 +49,8 @@ class Request:
     path: str
     body: bytes
     context: Any = None  # what the caller needs to judge the response (say, the match ids sent)
+    headers: list[tuple[str, str]] | None = None  # when set, sent instead of the loop's `headers(req)`
+    tag: str = ""  # a kind of request in a mixed workload: latencies are also kept per tag
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,10 @@ class HttpConnection:
             f"Host: {self.host}:{self.port}",
             "Content-Type: application/json",
             f"Content-Length: {len(req.body)}",
-            *(f"{name}: {value}" for name, value in self.extra_headers(req)),
+            *(
+                f"{name}: {value}"
+                for name, value in (req.headers if req.headers is not None else self.extra_headers(req))
+            ),
         ]
         self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + req.body)
         await self.writer.drain()
@@ -152,10 +161,17 @@ class LoadResult:
     statuses: Counter[str] = field(default_factory=Counter)  # "201", "500", "timeout", "ConnectionResetError"...
     sent: int = 0
     connects: int = 0
+    latencies_by_tag: dict[str, list[float]] = field(default_factory=dict)  # requests with a tag
+    max_send_lag: float = 0.0  # open loop: how far behind its schedule the generator sent a request
 
     @property
     def completed(self) -> int:
         return len(self.latencies)
+
+    def record(self, req: Request, latency: float) -> None:
+        self.latencies.append(latency)
+        if req.tag:
+            self.latencies_by_tag.setdefault(req.tag, []).append(latency)
 
 
 class WindowMonitor(Protocol):
@@ -172,6 +188,33 @@ TICK_SECONDS = 0.5
 # Called for every request: its response (None on a transport error or timeout) and whether it
 # completed inside the measured window.
 Handler = Callable[[Request, Response | None, bool], None]
+
+
+async def _watch_window(
+    monitor: WindowMonitor | None, measure_start: float, measure_end: float, clock: Callable[[], float]
+) -> None:
+    if monitor is None:
+        return
+    await asyncio.sleep(max(0.0, measure_start - clock()))
+    monitor.start()
+    while (left := measure_end - clock()) > 0:
+        await asyncio.sleep(min(TICK_SECONDS, left))
+        if clock() < measure_end:
+            monitor.tick()
+    monitor.stop()
+
+
+async def _send(conn: HttpConnection, req: Request, timeout: float) -> tuple[Response | None, str]:
+    """One request on `conn`: the response (None on failure) and its outcome for the status counts."""
+    try:
+        response = await asyncio.wait_for(conn.request(req), timeout)
+        return response, str(response.status)
+    except TimeoutError:
+        await conn.close()
+        return None, "timeout"
+    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, HttpError) as exc:
+        await conn.close()
+        return None, exc.__class__.__name__
 
 
 async def closed_loop(
@@ -200,17 +243,6 @@ async def closed_loop(
     measure_end = measure_start + seconds
     result = LoadResult(measured_seconds=seconds)
 
-    async def watch_window() -> None:
-        if monitor is None:
-            return
-        await asyncio.sleep(max(0.0, measure_start - loop.time()))
-        monitor.start()
-        while (left := measure_end - loop.time()) > 0:
-            await asyncio.sleep(min(TICK_SECONDS, left))
-            if loop.time() < measure_end:
-                monitor.tick()
-        monitor.stop()
-
     async def worker(index: int) -> None:
         await asyncio.sleep(index * stagger)
         conn = HttpConnection(host, port, headers)
@@ -218,26 +250,95 @@ async def closed_loop(
             while loop.time() < measure_end:
                 req = make_request()
                 result.sent += 1
-                t0 = loop.time()
-                response: Response | None = None
-                try:
-                    response = await asyncio.wait_for(conn.request(req), timeout)
-                    outcome = str(response.status)
-                except TimeoutError:
-                    outcome = "timeout"
-                    await conn.close()
-                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, HttpError) as exc:
-                    outcome = exc.__class__.__name__
-                    await conn.close()
-                t1 = loop.time()
-                measured = measure_start <= t1 <= measure_end
+                t0 = time.perf_counter()  # loop.time() is uvloop's millisecond clock: too coarse here
+                response, outcome = await _send(conn, req, timeout)
+                t1 = time.perf_counter()
+                measured = measure_start <= loop.time() <= measure_end
                 result.statuses[outcome] += 1
                 if measured:
-                    result.latencies.append(t1 - t0)
+                    result.record(req, t1 - t0)
                 on_response(req, response, measured)
         finally:
             result.connects += conn.connects
             await conn.close()
 
-    await asyncio.gather(watch_window(), *(worker(i) for i in range(concurrency)))
+    await asyncio.gather(
+        _watch_window(monitor, measure_start, measure_end, loop.time), *(worker(i) for i in range(concurrency))
+    )
+    return result
+
+
+async def open_loop(
+    *,
+    host: str,
+    port: int,
+    rate: float,
+    warmup: float,
+    seconds: float,
+    make_request: Callable[[], Request],
+    on_response: Handler,
+    headers: Callable[[Request], list[tuple[str, str]]],
+    timeout: float = 120.0,
+    monitor: WindowMonitor | None = None,
+    max_connections: int = 512,
+) -> LoadResult:
+    """Send `rate` requests a second, evenly spaced, for warmup + seconds, whatever the server does.
+
+    A request goes out on an idle keep-alive connection, or a new one while fewer than
+    `max_connections` are open; past that it waits for one, and the wait counts. Latency is from
+    the request's scheduled send time to the end of its response. Measured: the requests
+    scheduled inside the window (they may complete after it)."""
+    # One clock for the schedule and the latencies: perf_counter (uvloop's loop.time() counts
+    # whole milliseconds). Sleeps still wake on the loop's millisecond ticks, so a request may
+    # leave up to ~1 ms after its scheduled time; that wait is part of its latency, as it should be.
+    clock = time.perf_counter
+    start = clock() + 0.05
+    measure_start = start + warmup
+    measure_end = measure_start + seconds
+    result = LoadResult(measured_seconds=seconds)
+    idle: list[HttpConnection] = []
+    opened: list[HttpConnection] = []
+    slots = asyncio.Semaphore(max_connections)
+    in_flight: set[asyncio.Task[None]] = set()
+
+    async def one(scheduled: float, req: Request) -> None:
+        async with slots:
+            if idle:
+                conn = idle.pop()
+            else:
+                conn = HttpConnection(host, port, headers)
+                opened.append(conn)
+            response, outcome = await _send(conn, req, timeout)
+            idle.append(conn)  # closed ones reconnect on their next request
+        finished = time.perf_counter()
+        measured = measure_start <= scheduled < measure_end
+        result.statuses[outcome] += 1
+        if measured:
+            result.record(req, finished - scheduled)
+        on_response(req, response, measured)
+
+    async def schedule() -> None:
+        period = 1.0 / rate
+        i = 0
+        while (scheduled := start + i * period) < measure_end:
+            delay = scheduled - clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            else:
+                result.max_send_lag = max(result.max_send_lag, -delay)
+            req = make_request()
+            result.sent += 1
+            task = asyncio.create_task(one(scheduled, req))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+            i += 1
+        while in_flight:
+            await asyncio.gather(*list(in_flight))
+
+    try:
+        await asyncio.gather(_watch_window(monitor, measure_start, measure_end, clock), schedule())
+    finally:
+        result.connects = sum(c.connects for c in opened)
+        for conn in opened:
+            await conn.close()
     return result

@@ -175,6 +175,8 @@ class Fixture:
     friend_owners: list[int]
     tied_pks: list[int]
     setup: dict[str, Any] = field(default_factory=dict)  # timings and counts, for the JSON
+    values: list[int] = field(default_factory=list)  # player pk i + 1's value on the board's `all` window
+    board: BoardInfo | None = None
 
 
 def _django(env: BenchEnv) -> None:
@@ -229,10 +231,24 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
     from scores.auth import make_player_token
     from scores.models import Board
 
-    report = board_services.boards_rebuild(boards=[Board.objects.get(id=board.id)])
-    members = int(r.zcard(f"lb:{board.id}:all"))  # boards/keys.py board_key()
+    board_obj = Board.objects.get(id=board.id)
+    memory_before = int(r.info("memory")["used_memory"])
+    rebuild_started = time.perf_counter()
+    report = board_services.boards_rebuild(boards=[board_obj])
+    rebuild_seconds = time.perf_counter() - rebuild_started
+    memory_after = int(r.info("memory")["used_memory"])
+    key = f"lb:{board.id}:all"  # boards/keys.py board_key()
+    members = int(r.zcard(key))
     if members != args.players:
         raise BenchError(f"the rebuilt board holds {members:,} members, expected {args.players:,}")
+    memory = {
+        "key": key,
+        "members": members,
+        "used_memory_delta": memory_after - memory_before,
+        "bytes_per_member_used_memory": (memory_after - memory_before) / members,
+        "memory_usage": int(r.memory_usage(key, samples=0) or 0),
+    }
+    memory["bytes_per_member_memory_usage"] = memory["memory_usage"] / members
     step("rebuild")
     rank_pool = rng.sample(range(1, args.players + 1), min(args.token_pool, args.players))
     expires_at = datetime.now(UTC) + timedelta(days=1)
@@ -252,6 +268,8 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
         rank_pool=rank_pool,
         friend_owners=sorted(lists),
         tied_pks=tied_pks,
+        values=values.values,
+        board=board,
         setup={
             "seconds": timings,
             "copy_steps_seconds": load_steps,
@@ -264,7 +282,12 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
                 "updated_at": "a day ago (as bench.memory: the rebuild's catch-up replays none)",
             },
             "friendships": {"players": len(lists), "friends_each": args.friends, "rows": friendship_rows},
-            "rebuild": {k: getattr(report, k) for k in ("boards", "windows", "entries", "caught_up", "seconds")},
+            "rebuild": {
+                **{k: getattr(report, k) for k in ("boards", "windows", "entries", "caught_up", "seconds")},
+                "wall_seconds": round(rebuild_seconds, 3),
+                "entries_per_s": report.entries / rebuild_seconds,
+            },
+            "memory": memory,
             "tokens": len(tokens),
         },
     )

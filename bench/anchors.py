@@ -1,0 +1,98 @@
+"""The raw ceiling the service's figures are compared with: Redis itself, through redis-benchmark
+(Debian's redis-tools), on a sorted set as large as the board.
+
+redis-benchmark's `__rand_int__` stands for a 12-digit, zero-padded random number below `-r`,
+so the anchor set's members are exactly those strings (`000000000000` .. N-1): every ZREVRANK
+finds its member, and every ZADD updates an existing one, as on a full board."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+import shutil
+import subprocess
+import time
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import redis
+
+from bench.environment import BenchError, log
+
+ANCHOR_KEY = "bench:anchor:zset"  # not lb:*: reads.clear_caches removes it with the caches
+ZADD_CHUNK = 10_000
+PIPELINE_COMMANDS = 10
+
+
+def load_anchor_set(r: redis.Redis, members: int, seed: int = 1) -> dict[str, Any]:
+    """Fill ANCHOR_KEY with `members` members (pipelined ZADDs of ZADD_CHUNK, from this process):
+    the raw load rate a rebuild is compared with, and the raw memory of such a set."""
+    rng = random.Random(seed)
+    r.delete(ANCHOR_KEY)
+    before = int(r.info("memory")["used_memory"])
+    started = time.perf_counter()
+    pipe = r.pipeline(transaction=False)
+    for start in range(0, members, ZADD_CHUNK):
+        chunk = range(start, min(members, start + ZADD_CHUNK))
+        pipe.zadd(ANCHOR_KEY, {f"{i:012d}": rng.randrange(2**52) for i in chunk})
+        if len(pipe) >= PIPELINE_COMMANDS:
+            pipe.execute()
+    pipe.execute()
+    seconds = time.perf_counter() - started
+    after = int(r.info("memory")["used_memory"])
+    usage = int(r.memory_usage(ANCHOR_KEY, samples=0) or 0)
+    return {
+        "key": ANCHOR_KEY,
+        "members": members,
+        "load_seconds": round(seconds, 3),
+        "entries_per_s": members / seconds,
+        "bytes_per_member_used_memory": (after - before) / members,
+        "bytes_per_member_memory_usage": usage / members,
+    }
+
+
+def redis_benchmark_binary() -> str | None:
+    return shutil.which("redis-benchmark")
+
+
+def redis_benchmark(
+    redis_url: str, command: list[str], *, clients: int, requests: int, keyspace: int
+) -> dict[str, Any]:
+    """Run one redis-benchmark command against the bench Redis db; its rps and latency percentiles.
+
+    One command per round trip (no -P), from `clients` connections: the same shape as the HTTP
+    load, so "ratio to raw" reads as what the service costs on top of the Redis call it makes."""
+    binary = redis_benchmark_binary()
+    if binary is None:
+        raise BenchError("redis-benchmark not found: apt-get install redis-tools")
+    url = urlsplit(redis_url)
+    cmd = [binary, "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 6379)]
+    if url.password:
+        cmd += ["-a", unquote(url.password), "--no-auth-warning"]
+        if url.username:
+            cmd += ["--user", unquote(url.username)]
+    db = int((url.path or "/0").lstrip("/") or 0)
+    cmd += ["--dbnum", str(db), "-c", str(clients), "-n", str(requests), "-r", str(keyspace), "--csv", *command]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise BenchError(f"redis-benchmark failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    if not rows:
+        raise BenchError(f"redis-benchmark printed no result: {proc.stdout[-300:]!r}")
+    row = rows[-1]
+    shown = [part if part != unquote(url.password or "") else "***" for part in cmd]
+    log(f"redis-benchmark {' '.join(command)}: {float(row['rps']):,.0f} req/s, p99 {row['p99_latency_ms']} ms")
+    return {
+        "command": " ".join(shown),
+        "clients": clients,
+        "requests": requests,
+        "requests_per_s": float(row["rps"]),
+        "latency_ms": {
+            "p50": float(row["p50_latency_ms"]),
+            "p95": float(row["p95_latency_ms"]),
+            "p99": float(row["p99_latency_ms"]),
+            "max": float(row["max_latency_ms"]),
+            "mean": float(row["avg_latency_ms"]),
+        },
+    }

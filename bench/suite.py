@@ -1,0 +1,912 @@
+"""The whole benchmark in one run: `make bench`, or `.venv/bin/python -m bench`.
+
+    .venv/bin/python -m bench [--players 1000000] [--duration 15] [--scenarios ...] [--smoke]
+                              [--out DIR] [--publish] [--code REV|DIR]
+
+One board of N players (COPY), the serving setup `make run` starts (the web server with its
+workers, a Celery worker and beat, DEBUG off), and load over real HTTP from this process, a
+separate one. Each scenario reports throughput and p50/p95/p99 at a stated load; the anchors,
+measured in the same run on the same data, are the raw ceilings (redis-benchmark ZADD and
+ZREVRANK on a sorted set of N members), the framework's ceiling (a bare Django JSON view on
+the same server) and what a user would build without us (the naive SQL rank). Writes
+bench/results/<stamp>.json, <stamp>.md and two PNG plots; `--publish` also puts them into
+docs/BENCHMARKS.md. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import redis
+
+from bench import anchors, cpu, ingest, loadgen, plots, reads
+from bench import server as server_module
+from bench.cli import csv_choices, run_benchmark
+from bench.code import CodeTree
+from bench.environment import (
+    GAME_SLUG,
+    REPO_ROOT,
+    VENV_BIN,
+    BenchEnv,
+    BenchError,
+    ServerKey,
+    connect,
+    create_server_key,
+    flush_redis,
+    game_id,
+    log,
+    prepare_database,
+    redis_client,
+)
+from bench.machine import command_line, machine_info, machine_line
+from bench.monitor import ServerMonitor
+from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp
+from bench.server import SERVERS, ServerProcess
+
+# In the order they run: anchors first, reads before writes (writes move the board), freeze last.
+SCENARIOS = (
+    "redis",  # anchor: redis-benchmark ZADD and ZREVRANK
+    "bare",  # anchor: a bare Django JSON view
+    "naive-sql",  # anchor: 1 + SELECT count(*) WHERE score > mine
+    "top",
+    "rank",
+    "rank-open",
+    "friends",
+    "mixed",
+    "freshness",
+    "single",
+    "batch",
+    "freeze",
+)
+DEFAULT_SERVER: str = getattr(server_module, "DEFAULT_SERVER", "uvicorn")  # what `make run` starts
+MIX = {"submit": 5, "rank": 60, "top": 30, "friends": 5}  # per 100 requests
+FRESHNESS_TIMEOUT = 5.0  # seconds a probe polls before counting its result as not visible
+OTHER_CORES_LIMIT = 0.25  # other work's CPU during a window above which a read scenario runs again
+BUSY_LIMIT = 0.2
+DOCS_FILE = REPO_ROOT / "docs" / "BENCHMARKS.md"
+DOCS_IMAGES = REPO_ROOT / "docs" / "benchmarks"
+DOCS_BEGIN = "<!-- bench:latest:begin (written by `make bench`: python -m bench --publish) -->"
+DOCS_END = "<!-- bench:latest:end -->"
+TARGETS = {  # issue 7, for this machine kind: reported, never asserted
+    "rank": "≥ 0.5× bare, p99 < 50 ms",
+    "rank-open": "p99 < 10 ms",
+    "batch": "≥ 20,000 results/s",
+    "freshness": "p99 < 100 ms",
+    "memory": "≤ 100 B/member",
+    "rebuild": "≥ 200,000 entries/s",
+}
+
+
+# --------------------------------------------------------------------------- processes
+
+
+class ProcessGroup:
+    """A long-running subprocess in its own process group (Celery forks workers): stop() ends them all."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.name = name
+        self.log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{os.getpid()}.log"
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # forked workers that outlived their parent
+
+
+@contextlib.contextmanager
+def celery(env: BenchEnv, extra_env: dict[str, str]) -> Iterator[list[str]]:
+    """A Celery worker and beat as `make run` starts them (scripts/run.py), for the whole HTTP phase:
+    the ingest path queues the after-the-fact anti-cheat checks, beat runs the outbox job."""
+    schedule_dir = Path(tempfile.mkdtemp(prefix="leaderboard-bench-beat-"))
+    process_env = env.process_env(**extra_env)
+    commands = {
+        "worker": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",
+                   "--concurrency", "2"],
+        "beat": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING",
+                 "--schedule", str(schedule_dir / "celerybeat-schedule")],
+    }  # fmt: skip
+    started = [ProcessGroup(name, cmd, process_env, env.code_dir) for name, cmd in commands.items()]
+    try:
+        yield [" ".join(cmd[1:]) for cmd in commands.values()]
+    finally:
+        for group in started:
+            group.stop()
+        shutil.rmtree(schedule_dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- one run's state
+
+
+@dataclass
+class Run:
+    args: argparse.Namespace
+    env: BenchEnv
+    key: ServerKey
+    pg: psycopg.Connection
+    r: redis.Redis
+    fixture: reads.Fixture
+    server_env: dict[str, str]
+    tag: str
+    rng: random.Random
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)  # scenario -> what was measured
+    shared_server: ServerProcess | None = None  # --smoke: one server for every scenario
+
+    @property
+    def board(self) -> reads.BoardInfo:
+        assert self.fixture.board is not None
+        return self.fixture.board
+
+    def read_scenarios(self) -> dict[str, reads.Scenario]:
+        return reads.scenarios(self.fixture, self.args.board, self.rng)
+
+    def signed(self, req: loadgen.Request, tag: str) -> loadgen.Request:
+        req.headers = [
+            ("X-Key-Id", self.key.key_id),
+            ("X-Signature", loadgen.sign(self.key.secret, req.method, req.path, req.body)),
+        ]
+        req.tag = tag
+        return req
+
+    def match_factory(self, name: str) -> ingest.MatchFactory:
+        """Scores near each player's current value (0.8-1.3x): like real matches, a share improve the
+        player's best, and none trips the anti-cheat history rule (5x) as uniform random scores would."""
+        board, values, rng = self.board, self.fixture.values, self.rng
+
+        def score(pk: int) -> int:
+            return min(max(round(values[pk - 1] * rng.uniform(0.8, 1.3)), board.min_score), board.max_score)
+
+        return ingest.MatchFactory(f"{self.tag}-{name}", board, self.fixture.players, rng, score)
+
+
+def _read(scenario: reads.Scenario) -> loadgen.Request:
+    req = scenario.request()
+    req.headers, req.tag = req.context, scenario.name
+    return req
+
+
+class Tally:
+    """Judges every response of a scenario: reads as bench.reads does, submissions as bench.ingest does."""
+
+    def __init__(self, submissions: dict[str, ingest.Scenario] | None = None) -> None:
+        self.submissions = submissions or {}
+        self.reads = reads.Tally()
+        self.ingest = ingest.Tally()
+
+    def judge(self, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
+        scenario = self.submissions.get(req.tag)
+        if scenario is not None:
+            scenario.judge(self.ingest, req, response, measured)
+        else:
+            self.reads.judge(req, response, measured)
+
+    @property
+    def measured_ok(self) -> int:
+        return self.reads.measured_ok + self.ingest.measured_ok_requests
+
+
+# --------------------------------------------------------------------------- measuring over HTTP
+
+
+@contextlib.contextmanager
+def serving(run: Run) -> Iterator[ServerProcess]:
+    """A freshly started server (a worker's heap carries over from one scenario to the next
+    otherwise: see bench.reads.run_measured), or with --smoke the one shared server."""
+    if run.shared_server is not None:
+        yield run.shared_server
+        return
+    with ServerProcess(run.args.server, run.env, workers=run.args.workers, extra_env=run.server_env) as started:
+        yield started
+
+
+def _wait_quiet(args: argparse.Namespace) -> tuple[float, float]:
+    """(busy share before the scenario, seconds waited for the machine to be quiet)."""
+    started = time.monotonic()
+    busy = cpu.wait_until_quiet(BUSY_LIMIT, args.quiet_wait) if args.quiet_wait > 0 else cpu.busy_share(0.2)
+    waited = time.monotonic() - started
+    if busy > BUSY_LIMIT:
+        log(f"warning: the machine was {busy:.0%} busy before this scenario; other work skews the results")
+    return busy, waited
+
+
+def _latency(values: Sequence[float]) -> dict[str, float | None]:
+    ordered = sorted(values)
+    return {
+        "p50": ms(percentile(ordered, 50)),
+        "p95": ms(percentile(ordered, 95)),
+        "p99": ms(percentile(ordered, 99)),
+        "max": ms(ordered[-1] if ordered else None),
+        "mean": ms(sum(ordered) / len(ordered) if ordered else None),
+    }
+
+
+def measure(
+    run: Run,
+    name: str,
+    make_request: Callable[[], loadgen.Request],
+    *,
+    submissions: dict[str, ingest.Scenario] | None = None,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    warm: Sequence[reads.Scenario] = (),
+) -> dict[str, Any]:
+    """One scenario over HTTP: closed loop at `concurrency` connections, or open loop at `rate`
+    requests a second. Read-only scenarios disturbed by other work (> OTHER_CORES_LIMIT cores
+    during the window) run again, up to --retries times; the least disturbed attempt is kept."""
+    args = run.args
+    retries = 0 if submissions else args.retries
+    attempts: list[dict[str, Any]] = []
+    while True:
+        with serving(run) as srv:
+            detail = _measure_once(run, srv, name, make_request, submissions, concurrency, rate, warm)
+        attempts.append(detail)
+        other = detail["cpu_cores"].get("other", 0.0)
+        if other <= OTHER_CORES_LIMIT or len(attempts) > retries:
+            break
+        log(f"{name}: other work used {other:.2f} cores during the window; once more")
+    best = min(attempts, key=lambda d: d["cpu_cores"].get("other", 0.0))
+    best["discarded_attempts"] = [
+        {k: d[k] for k in ("requests_per_s", "latency_ms", "cpu_cores")} for d in attempts if d is not best
+    ]
+    return best
+
+
+def _measure_once(
+    run: Run,
+    srv: ServerProcess,
+    name: str,
+    make_request: Callable[[], loadgen.Request],
+    submissions: dict[str, ingest.Scenario] | None,
+    concurrency: int | None,
+    rate: float | None,
+    warm: Sequence[reads.Scenario],
+) -> dict[str, Any]:
+    args = run.args
+    busy_before, waited = _wait_quiet(args)
+    cleared = reads.clear_caches(run.r)
+    warmed = {s.name: reads.warm_caches(srv.port, s, args.concurrency) for s in warm if s.warm_targets}
+    tally = Tally(submissions)
+    load = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
+    log(f"{name}: {args.warmup:g} s warm-up + {args.duration:g} s, {load}")
+    monitor = ServerMonitor(run.env, srv.pid, r=run.r)
+    common: dict[str, Any] = {
+        "host": "127.0.0.1",
+        "port": srv.port,
+        "warmup": args.warmup,
+        "seconds": args.duration,
+        "make_request": make_request,
+        "on_response": tally.judge,
+        "headers": lambda req: req.context,
+        "timeout": args.timeout,
+        "monitor": monitor,
+    }
+    with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
+        if rate:
+            result = runner.run(loadgen.open_loop(rate=rate, **common))
+        else:
+            assert concurrency is not None
+            result = runner.run(loadgen.closed_loop(concurrency=concurrency, stagger=args.stagger, **common))
+    seconds = result.measured_seconds
+    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
+    detail: dict[str, Any] = {
+        "scenario": name,
+        "loop": "open" if rate else "closed",
+        "concurrency": concurrency,
+        "rate": rate,
+        "load": load,
+        "measured_seconds": seconds,
+        "requests_completed": result.completed,
+        "requests_ok": tally.measured_ok,
+        "requests_per_s": tally.measured_ok / seconds,
+        "latency_ms": _latency(result.latencies),
+        "latency_ms_by_tag": {tag: _latency(v) for tag, v in sorted(result.latencies_by_tag.items())},
+        "requests_by_tag": {tag: len(v) for tag, v in sorted(result.latencies_by_tag.items())},
+        "statuses": dict(result.statuses),
+        "errors": sum(errors.values()) + sum(tally.ingest.rejected.values()) + tally.reads.degraded,
+        "errors_by_status": errors,
+        "degraded": tally.reads.degraded,
+        "error_samples": tally.reads.bad_bodies + tally.ingest.bad_bodies,
+        "requests_sent": result.sent,
+        "connections_opened": result.connects,
+        "max_send_lag_ms": ms(result.max_send_lag) if rate else None,
+        "cache_keys_cleared_before": cleared,
+        "warmed": warmed,
+        "machine_busy_before": round(busy_before, 3),
+        "waited_for_quiet_seconds": round(waited, 1),
+        "cpu_cores": monitor.cores,
+        "server_process_cores": monitor.cpu.server_processes,
+        "server_rss_bytes": monitor.server_rss_bytes,
+        "postgres": monitor.report(result.completed),
+        "redis": monitor.redis_report(result.completed),
+        "server_command": srv.command,
+    }
+    if submissions:
+        detail["results_per_s"] = tally.ingest.measured_results / seconds
+        detail["rejected_by_code"] = dict(tally.ingest.rejected)
+        detail["acked_match_ids"] = tally.ingest.acked  # for the durability check; dropped from the JSON
+    log(
+        f"{name}: {detail['requests_per_s']:,.1f} req/s, p50 {detail['latency_ms']['p50']} ms, "
+        f"p99 {detail['latency_ms']['p99']} ms, errors {detail['errors']}"
+    )
+    if errors or detail["errors"]:
+        log(f"  errors by status {errors}; samples: {detail['error_samples'][:3]}")
+        if any(k.startswith("5") for k in errors):
+            log(f"  server log tail:\n{srv.log_tail()}")
+    return detail
+
+
+def check_writes(run: Run, detail: dict[str, Any]) -> None:
+    """Every acknowledged match is in Postgres; the board's `all` set equals Postgres' values."""
+    acked = detail.pop("acked_match_ids", [])
+    game = game_id(run.pg)
+    durable = ingest.check_durable(run.pg, game, acked)
+    mirrored = ingest.check_mirrored(run.pg, run.r, run.board)
+    detail["durable"], detail["mirrored"] = durable, mirrored
+    detail["check"] = (
+        "ok"
+        if durable["ok"] and mirrored["ok"]
+        else f"durable: {ingest._durable_text(durable)} / mirrored: {ingest._mirrored_text(mirrored)}"
+    )
+    log(f"{detail['scenario']}: {len(set(acked)):,} acknowledged matches; durable and mirrored: {detail['check']}")
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def scenario_redis(run: Run) -> None:
+    args = run.args
+    loaded = anchors.load_anchor_set(run.r, args.players)
+    requests = max(2_000, min(200_000, args.players // 5))
+    common = {"clients": args.concurrency, "requests": requests, "keyspace": args.players}
+    try:
+        run.details["redis ZADD"] = {
+            **anchors.redis_benchmark(run.env.redis_url, ["ZADD", anchors.ANCHOR_KEY, "__rand_int__", "__rand_int__"], **common),
+            "load": f"{args.concurrency} connections",
+        }  # fmt: skip
+        run.details["redis ZREVRANK"] = {
+            **anchors.redis_benchmark(run.env.redis_url, ["ZREVRANK", anchors.ANCHOR_KEY, "__rand_int__"], **common),
+            "load": f"{args.concurrency} connections",
+        }
+    finally:
+        run.r.delete(anchors.ANCHOR_KEY)
+    run.details["redis load"] = loaded
+
+
+def scenario_reads(run: Run, name: str) -> None:
+    sc = run.read_scenarios()
+    args = run.args
+    if name == "bare":
+        run.details[name] = measure(run, name, lambda: _read(sc["bare"]), concurrency=args.concurrency)
+    elif name == "naive-sql":
+        players, board_id = run.fixture.players, run.board.id
+
+        def naive() -> loadgen.Request:
+            path = f"/bench/naive-rank?board={board_id}&player={run.rng.randint(1, players)}"
+            return loadgen.Request("GET", path, b"", headers=[], tag="naive-sql")
+
+        run.details[name] = measure(run, name, naive, concurrency=args.concurrency)
+    elif name in ("top", "rank", "friends"):
+        scenario = sc[name]
+        run.details[name] = measure(run, name, lambda: _read(scenario), concurrency=args.concurrency, warm=[scenario])
+    elif name == "rank-open":
+        closed = run.details.get("rank")
+        rate = args.open_rate or (closed["requests_per_s"] / 2 if closed else None)
+        if not rate:
+            raise BenchError("rank-open needs the closed-loop rank scenario first, or --open-rate")
+        detail = measure(run, name, lambda: _read(sc["rank"]), rate=rate, warm=[sc["rank"]])
+        detail["rate_source"] = "--open-rate" if args.open_rate else "half the closed-loop rank throughput"
+        run.details[name] = detail
+
+
+def scenario_mixed(run: Run) -> None:
+    sc = run.read_scenarios()
+    single = ingest.Scenario("submit", f"/api/v1/games/{GAME_SLUG}/matches", 1, batch=False)
+    factory = run.match_factory("mixed")
+    deck: list[str] = []
+
+    def make() -> loadgen.Request:
+        if not deck:
+            deck.extend(kind for kind, n in MIX.items() for _ in range(n))
+            run.rng.shuffle(deck)
+        kind = deck.pop()
+        if kind == "submit":
+            return run.signed(single.request(factory), "submit")
+        return _read(sc[kind])
+
+    detail = measure(
+        run, "mixed", make, submissions={"submit": single}, concurrency=run.args.concurrency,
+        warm=[sc["rank"], sc["friends"]],
+    )  # fmt: skip
+    detail["mix_per_100"] = MIX
+    check_writes(run, detail)
+    run.details["mixed"] = detail
+
+
+def scenario_ingest(run: Run, name: str) -> None:
+    args = run.args
+    if name == "single":
+        scenario = ingest.Scenario("single", f"/api/v1/games/{GAME_SLUG}/matches", 1, batch=False)
+        concurrency = args.concurrency
+    else:
+        scenario = ingest.Scenario("batch", f"/api/v1/games/{GAME_SLUG}/matches/batch", args.batch_size, batch=True)
+        concurrency = args.batch_concurrency
+    factory = run.match_factory(name)
+    detail = measure(
+        run, name, lambda: run.signed(scenario.request(factory), name), submissions={name: scenario},
+        concurrency=concurrency,
+    )  # fmt: skip
+    detail["matches_per_request"] = scenario.matches_per_request
+    check_writes(run, detail)
+    run.details[name] = detail
+
+
+async def _freshness(run: Run, port: int, probers: int, seconds: float) -> dict[str, Any]:
+    """Probers, each in turn: read a player's score, submit a match with one more, and from the
+    2xx on poll the player's rank until the API shows the new score (or FRESHNESS_TIMEOUT)."""
+    loop = asyncio.get_running_loop()
+    base = f"/api/v1/games/{GAME_SLUG}/boards/{run.board.slug}"
+    pool = list(run.fixture.rank_pool)
+    run.rng.shuffle(pool)
+    samples: list[float] = []
+    polls: list[int] = []
+    outcome: Counter[str] = Counter()
+    acked: list[str] = []
+    deadline = loop.time() + seconds
+    counter = iter(range(10**9))
+
+    async def score_of(conn: loadgen.HttpConnection, pk: int) -> int | None:
+        path = f"{base}/players/p{pk}?around=0"
+        response = await conn.request(loadgen.Request("GET", path, b"", headers=reads_bearer(run, pk)))
+        return json.loads(response.body).get("score") if response.status == 200 else None
+
+    async def prober() -> None:
+        conn = loadgen.HttpConnection("127.0.0.1", port, lambda req: [])
+        try:
+            while loop.time() < deadline and pool:
+                pk = pool.pop()
+                current = await score_of(conn, pk)
+                if current is None or current >= run.board.max_score:
+                    outcome["unreadable"] += 1
+                    continue
+                match_id = f"{run.tag}-fresh-{next(counter)}"
+                ended_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+                body = json.dumps(
+                    {"match_id": match_id, "ended_at": ended_at,
+                     "results": [{"player": f"p{pk}", "board": run.board.slug, "score": current + 1}]},
+                    separators=(",", ":"),
+                ).encode()  # fmt: skip
+                req = run.signed(loadgen.Request("POST", f"/api/v1/games/{GAME_SLUG}/matches", body), "submit")
+                response = await conn.request(req)
+                acknowledged = loop.time()
+                if response.status != 201 or json.loads(response.body).get("status") != "accepted":
+                    outcome[f"submission {response.status} {response.body[:80].decode(errors='replace')}"] += 1
+                    continue
+                acked.append(match_id)
+                n = 0
+                while True:
+                    seen = await score_of(conn, pk)
+                    n += 1
+                    if seen == current + 1:
+                        samples.append(loop.time() - acknowledged)
+                        polls.append(n)
+                        outcome["visible"] += 1
+                        break
+                    if loop.time() - acknowledged > FRESHNESS_TIMEOUT:
+                        outcome["not visible"] += 1
+                        break
+        finally:
+            await conn.close()
+
+    await asyncio.gather(*(prober() for _ in range(probers)))
+    return {"samples_s": samples, "polls": polls, "outcome": dict(outcome), "acked": acked}
+
+
+def reads_bearer(run: Run, pk: int) -> list[tuple[str, str]]:
+    return [("Authorization", f"Bearer {run.fixture.tokens[pk]}")]
+
+
+def scenario_freshness(run: Run) -> None:
+    args = run.args
+    with serving(run) as srv:
+        busy_before, _ = _wait_quiet(args)
+        log(f"freshness: {args.freshness_probers} probers for {args.duration:g} s")
+        monitor = ServerMonitor(run.env, srv.pid, r=run.r)
+        with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
+            monitor.start()
+            found = runner.run(_freshness(run, srv.port, args.freshness_probers, args.duration))
+            monitor.stop()
+    samples = found["samples_s"]
+    detail: dict[str, Any] = {
+        "scenario": "freshness",
+        "load": f"{args.freshness_probers} probers, nothing else",
+        "probes": len(samples),
+        "probes_per_s": len(samples) / args.duration,
+        "latency_ms": _latency(samples),
+        "polls_per_probe": {"mean": round(sum(found["polls"]) / len(found["polls"]), 2) if found["polls"] else None,
+                            "max": max(found["polls"], default=None)},
+        "outcome": found["outcome"],
+        "machine_busy_before": round(busy_before, 3),
+        "cpu_cores": monitor.cores,
+        "acked_match_ids": found["acked"],
+    }  # fmt: skip
+    not_visible = found["outcome"].get("not visible", 0)
+    check_writes(run, detail)
+    if not_visible or not samples:
+        detail["check"] = f"{not_visible} of {len(samples) + not_visible} not visible within {FRESHNESS_TIMEOUT:g} s"
+    log(f"freshness: {len(samples)} probes, p50 {detail['latency_ms']['p50']} ms, p99 {detail['latency_ms']['p99']} ms")
+    run.details["freshness"] = detail
+
+
+def check_reads(run: Run) -> dict[str, Any]:
+    """The API's ranks, scores, totals and friends' board ranks against Postgres (bench.reads), at the end."""
+    expected = reads.expected_from_postgres(run.pg, run.board, run.fixture, random.Random(run.args.seed + 1))
+    with serving(run) as srv:
+        check = reads.check_server(srv, run.key, run.board, expected)
+    log(f"ranks vs SQL: {reads._correct_text(check)}")
+    return check
+
+
+def scenario_freeze(run: Run) -> None:
+    """seasons.services.window_freeze, what the close job calls, over the board's N-player `all` window."""
+    from scores.selectors import cached_board
+    from seasons.services import window_freeze
+
+    cfg = cached_board(GAME_SLUG, run.args.board)
+    rows = run.pg.execute(
+        "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (run.board.id,)
+    ).fetchone()[0]  # type: ignore[index]
+    log(f"freeze: the `all` window's {rows:,} players")
+    started = time.perf_counter()
+    freeze = window_freeze(board=cfg, window="all", reason="bench")
+    seconds = time.perf_counter() - started
+    reads._release_django_connections()
+    entries = freeze.entries if freeze is not None else 0
+    run.details["freeze"] = {
+        "players": rows,
+        "entries": entries,
+        "seconds": round(seconds, 3),
+        "players_per_s": rows / seconds,
+        "check": "ok" if entries == rows else f"froze {entries:,} of {rows:,}",
+    }
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summary(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per figure, with its ratios to the anchors measured in the same run."""
+    d = run_details
+    bare = d.get("bare", {}).get("requests_per_s")
+    zadd = d.get("redis ZADD", {}).get("requests_per_s")
+    zrevrank = d.get("redis ZREVRANK", {}).get("requests_per_s")
+    naive = d.get("naive-sql", {}).get("requests_per_s")
+
+    def ratio(value: float | None, anchor: float | None) -> float | None:
+        return value / anchor if value and anchor else None
+
+    rows: list[dict[str, Any]] = []
+
+    def add(scenario: str, detail: dict[str, Any], throughput: float | None, unit: str, **extra: Any) -> None:
+        rows.append({
+            "scenario": scenario, "load": detail.get("load", ""), "throughput": throughput, "unit": unit,
+            "latency_ms": detail.get("latency_ms"), "check": detail.get("check", "ok" if not detail.get("errors") else
+                                                                          f"{detail['errors']} errors"),
+            **extra,
+        })  # fmt: skip
+
+    for name, label in (("redis ZADD", "redis-benchmark ZADD"), ("redis ZREVRANK", "redis-benchmark ZREVRANK")):
+        if name in d:
+            add(label, d[name], d[name]["requests_per_s"], "req/s", anchor_of="raw Redis", check="-")
+    if "bare" in d:
+        add("bare Django view", d["bare"], bare, "req/s", anchor_of="framework")
+    if "naive-sql" in d:
+        add("naive SQL rank", d["naive-sql"], naive, "req/s", anchor_of="no sorted set",
+            x_bare=ratio(naive, bare))  # fmt: skip
+    for name, label in (("single", "single-match ingest"), ("batch", "batch ingest")):
+        if name in d:
+            results = d[name]["results_per_s"]
+            add(label, d[name], results, "results/s", x_bare=ratio(d[name]["requests_per_s"], bare) if name ==
+                "single" else None, x_raw=ratio(results, zadd), target=TARGETS.get(name))  # fmt: skip
+    if "top" in d:
+        add(
+            "top (cached)",
+            d["top"],
+            d["top"]["requests_per_s"],
+            "req/s",
+            x_bare=ratio(d["top"]["requests_per_s"], bare),
+        )
+    if "rank" in d:
+        value = d["rank"]["requests_per_s"]
+        add("rank around=5", d["rank"], value, "req/s", x_bare=ratio(value, bare), x_raw=ratio(value, zrevrank),
+            x_naive=ratio(value, naive), target=TARGETS["rank"])  # fmt: skip
+    if "rank-open" in d:
+        value = d["rank-open"]["requests_per_s"]
+        add("rank around=5", d["rank-open"], value, "req/s", target=TARGETS["rank-open"])
+    if "friends" in d:
+        value = d["friends"]["requests_per_s"]
+        add("friends (200)", d["friends"], value, "req/s", x_bare=ratio(value, bare))
+    if "mixed" in d:
+        value = d["mixed"]["requests_per_s"]
+        add("mixed 5/60/30/5", d["mixed"], value, "req/s", x_bare=ratio(value, bare))
+    if "freshness" in d:
+        add("freshness (2xx to visible)", d["freshness"], d["freshness"]["probes_per_s"], "probes/s",
+            target=TARGETS["freshness"])  # fmt: skip
+    return rows
+
+
+def measures(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> list[dict[str, Any]]:
+    """The figures that are not request rates: memory, rebuild, freeze."""
+    raw = run_details.get("redis load", {})
+    memory, rebuilt = setup["memory"], setup["rebuild"]
+    out = [
+        {"measure": "Redis bytes per member (used_memory Δ)", "value": memory["bytes_per_member_used_memory"],
+         "unit": "B", "raw": raw.get("bytes_per_member_used_memory"), "target": TARGETS["memory"]},
+        {"measure": "Redis bytes per member (MEMORY USAGE)", "value": memory["bytes_per_member_memory_usage"],
+         "unit": "B", "raw": raw.get("bytes_per_member_memory_usage"), "target": TARGETS["memory"]},
+        {"measure": "rebuild (boards_rebuild, one window)", "value": rebuilt["entries_per_s"], "unit": "entries/s",
+         "raw": raw.get("entries_per_s"), "target": TARGETS["rebuild"]},
+    ]  # fmt: skip
+    if "freeze" in run_details:
+        f = run_details["freeze"]
+        out.append({"measure": f"freeze the window ({f['players']:,} players)", "value": f["seconds"], "unit": "s",
+                    "raw": None, "target": None, "check": f["check"]})  # fmt: skip
+    for row in out:
+        row["ratio"] = row["value"] / row["raw"] if row["raw"] else None
+        row.setdefault("check", "ok")
+    return out
+
+
+def _ratio(value: float | None) -> str:
+    """`0.62×`, `0.0012×`, `12×`: two significant digits whatever the size."""
+    if value is None:
+        return "-"
+    return f"{value:.2g}×" if value < 10 else f"{value:,.0f}×"
+
+
+def render(rows: list[dict[str, Any]], other: list[dict[str, Any]]) -> str:
+    main = markdown_table(
+        ["scenario", "load", "throughput", "p50 ms", "p95 ms", "p99 ms", "× bare Django", "× raw Redis",
+         "× naive SQL", "target", "check"],
+        [[r["scenario"] + (" *(anchor)*" if r.get("anchor_of") else ""), r["load"],
+          f"{r['throughput']:,.0f} {r['unit']}" if r["throughput"] else "-",
+          (r["latency_ms"] or {}).get("p50"), (r["latency_ms"] or {}).get("p95"), (r["latency_ms"] or {}).get("p99"),
+          _ratio(r.get("x_bare")), _ratio(r.get("x_raw")), _ratio(r.get("x_naive")), r.get("target") or "",
+          r["check"]] for r in rows],
+    )  # fmt: skip
+    second = markdown_table(
+        ["measure", "value", "raw Redis (anchor set)", "× raw", "target", "check"],
+        [[m["measure"], f"{m['value']:,.1f} {m['unit']}" if m["value"] < 1000 else f"{m['value']:,.0f} {m['unit']}",
+          f"{m['raw']:,.1f}" if m["raw"] else "-", _ratio(m["ratio"]), m["target"] or "", m["check"]] for m in other],
+    )  # fmt: skip
+    return f"{main}\n\n{second}"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--players", type=int, default=1_000_000, help="players on the board (default 1,000,000)")
+    parser.add_argument("--duration", type=float, default=15.0, help="measured seconds per scenario (default 15)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
+    parser.add_argument(
+        "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}"
+    )
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds, tiny data: 2,000 players, 1 s per scenario, one server (the test suite's run)")  # fmt: skip
+    parser.add_argument("--concurrency", type=int, default=32, help="closed-loop connections (default 32)")
+    parser.add_argument("--batch-size", type=int, default=1000, help="matches per batch request (default 1000)")
+    parser.add_argument("--batch-concurrency", type=int, default=4, help="connections sending batches (default 4)")
+    parser.add_argument("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
+    parser.add_argument("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
+    parser.add_argument("--server", choices=tuple(SERVERS), default=DEFAULT_SERVER,
+                        help=f"serving setup (bench/server.py; default {DEFAULT_SERVER}, what `make run` starts)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
+    parser.add_argument("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
+    parser.add_argument("--board", default="rating", help="board of bench/game.toml (default rating)")
+    parser.add_argument("--token-pool", type=int, default=2000, help="players the rank scenarios read (default 2000)")
+    parser.add_argument("--friend-players", type=int, default=500, help="players with a friend list (default 500)")
+    parser.add_argument("--friends", type=int, default=200, help="friends each of them has (default 200)")
+    parser.add_argument("--throttle-rate", default="100000000/min", help="the servers' read throttles (raised)")
+    parser.add_argument("--seed", type=int, default=42, help="random seed of the data (default 42)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a request counts as timed out")
+    parser.add_argument("--stagger", type=float, default=0.01, help="seconds between connection starts (loadgen)")
+    parser.add_argument("--quiet-wait", type=float, default=60.0,
+                        help="seconds to wait before each scenario for the machine to be under 20%% busy (default 60)")  # fmt: skip
+    parser.add_argument("--retries", type=int, default=1,
+                        help="reruns of a read scenario that other work disturbed (default 1)")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
+    parser.add_argument("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
+    parser.add_argument("--code", metavar="REV|DIR", help="measure this git revision or checkout (bench/code.py)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        explicit = {a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:]) if a.startswith("--")}
+        smoke = {"players": 2000, "duration": 1.0, "warmup": 0.3, "batch_size": 50, "batch_concurrency": 2,
+                 "concurrency": 8, "token_pool": 200, "friend_players": 20, "friends": 200, "quiet_wait": 0.0,
+                 "retries": 0, "freshness_probers": 2}  # fmt: skip
+        for name, value in smoke.items():
+            if f"--{name.replace('_', '-')}" not in explicit:
+                setattr(args, name, value)
+    if args.concurrency < 1 or args.duration <= 0 or args.warmup < 0 or args.players < 1:
+        parser.error("--concurrency, --duration and --players must be positive")
+    if not 1 <= args.batch_size <= 1000:
+        parser.error("--batch-size must be 1-1000 (contract section 4)")
+    if args.players <= args.friend_players + args.friends:
+        parser.error("--players must exceed --friend-players + --friends")
+    return args
+
+
+def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+    started = datetime.now(UTC)
+    wall = time.monotonic()
+    busy_at_start = cpu._busy_ticks()
+    load_at_start = os.getloadavg()
+    stamp = utc_stamp(started)
+    phases: dict[str, float] = {}
+    mark = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.monotonic()
+        phases[name] = round(phases.get(name, 0.0) + now - mark, 1)
+        mark = now
+
+    log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
+    prepare_database(env)
+    key = create_server_key(env)
+    phase("database")
+    correctness: dict[str, Any] = {}
+    with connect(env) as pg, redis_client(env) as r:
+        machine = machine_info(pg, r)
+        log(machine_line(machine))
+        fixture = reads.set_up(args, env, key, pg, r)  # COPY, friendships, rebuild (timed), tokens
+        phase("data")
+        run = Run(args, env, key, pg, r, fixture, reads.server_env(args), secrets.token_hex(4), random.Random())
+        chosen = [s for s in SCENARIOS if s in args.scenarios]
+        if "redis" in chosen:
+            scenario_redis(run)
+            phase("redis")
+        with contextlib.ExitStack() as stack:
+            celery_commands = stack.enter_context(celery(env, run.server_env)) if args.celery else []
+            if args.smoke:
+                run.shared_server = stack.enter_context(
+                    ServerProcess(args.server, env, workers=args.workers, extra_env=run.server_env)
+                )
+            for name in chosen:
+                if name in ("bare", "naive-sql", "top", "rank", "rank-open", "friends"):
+                    scenario_reads(run, name)
+                elif name == "mixed":
+                    scenario_mixed(run)
+                elif name == "freshness":
+                    scenario_freshness(run)
+                elif name in ("single", "batch"):
+                    scenario_ingest(run, name)
+                else:
+                    continue
+                phase(name)
+            correctness["ranks"] = check_reads(run)
+            phase("correctness")
+        if "freeze" in chosen:
+            scenario_freeze(run)
+            phase("freeze")
+        flush_redis(r)  # the board and its caches: ~150 MB at 1M of a Redis others use too
+    busy, total = cpu._busy_ticks()
+    machine["busy_during_run"] = round((busy - busy_at_start[0]) / max(total - busy_at_start[1], 1), 3)
+    machine["load_average_at_start"] = [round(x, 2) for x in load_at_start]
+    machine["server"] = args.server
+    wall_seconds = round(time.monotonic() - wall, 1)
+    rows = summary(run.details, fixture.setup)
+    other = measures(run.details, fixture.setup)
+    table = render(rows, other)
+    disturbed = {n: d["cpu_cores"].get("other") for n, d in run.details.items() if "cpu_cores" in d}
+    ok = correctness["ranks"]["ok"] and all(r["check"] in ("ok", "-") for r in rows + other)
+    header = (
+        f"{machine_line(machine)}; server `{args.server}` with {args.workers} workers"
+        f"{', Celery worker and beat' if args.celery else ''}, DEBUG off. {args.players:,} players; "
+        f"{args.duration:g} s measured per scenario after {args.warmup:g} s. Machine busy during the whole run: "
+        f"{machine['busy_during_run']:.0%} (load average {load_at_start[0]:.2f} at the start); other work's CPU during "
+        f"the windows at most {max(disturbed.values(), default=0):.2f} cores. Ranks vs SQL: "
+        f"{reads._correct_text(correctness['ranks'])}. Wall time {wall_seconds:.0f} s."
+    )
+    markdown = f"{header}\n\n{table}\n"
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    title = f"{args.players:,} players, {machine['nproc']} CPU, {stamp}"
+    latency_png = plots.latency_plot(rows, out / f"{stamp}-latency.png", f"Latency per scenario ({title})")
+    throughput_png = plots.throughput_plot(rows, out / f"{stamp}-throughput.png", f"Throughput per scenario ({title})")
+    md_path = out / f"{stamp}.md"
+    md_path.write_text(
+        f"# Benchmark {stamp}\n\n{markdown}\n![latency]({latency_png.name})\n\n![throughput]({throughput_png.name})\n"
+    )
+    payload = {
+        "benchmark": "suite",
+        "started_at": started.isoformat(),
+        "wall_seconds": wall_seconds,
+        "phases_seconds": phases,
+        "command": command_line(),
+        "machine": machine,
+        "code": code.info,
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "serving": {
+            "server": args.server,
+            "workers": args.workers,
+            "server_env": run.server_env,
+            "celery": celery_commands,
+        },  # fmt: skip
+        "setup": fixture.setup,
+        "summary": rows,
+        "measures": other,
+        "scenarios": run.details,
+        "correctness": correctness,
+        "ok": ok,
+        "files": {"markdown": md_path.name, "latency_png": latency_png.name, "throughput_png": throughput_png.name},
+    }
+    json_path = out / f"{stamp}.json"
+    tmp = json_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    tmp.replace(json_path)
+    print(f"\n{markdown}", flush=True)
+    print(f"results: {json_path}, {md_path.name}, {latency_png.name}, {throughput_png.name}")
+    if args.publish:
+        publish(markdown, latency_png, throughput_png, json_path)
+    return 0 if ok else 2
+
+
+def publish(markdown: str, latency_png: Path, throughput_png: Path, json_path: Path) -> None:
+    """docs/BENCHMARKS.md's latest-run section (between its markers) and docs/benchmarks/*.png."""
+    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(latency_png, DOCS_IMAGES / "latency.png")
+    shutil.copyfile(throughput_png, DOCS_IMAGES / "throughput.png")
+    shown = json_path.relative_to(REPO_ROOT) if json_path.is_relative_to(REPO_ROOT) else json_path
+    section = (
+        f"{DOCS_BEGIN}\n`{command_line()}` → `{shown}`\n\n{markdown}\n"
+        f"![latency per scenario](benchmarks/latency.png)\n\n![throughput per scenario](benchmarks/throughput.png)\n"
+        f"{DOCS_END}"
+    )
+    text = DOCS_FILE.read_text()
+    if DOCS_BEGIN in text and DOCS_END in text:
+        head, rest = text.split(DOCS_BEGIN, 1)
+        text = head + section + rest.split(DOCS_END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n## Latest full run\n\n" + section + "\n"
+    DOCS_FILE.write_text(text)
+    log(f"published to {DOCS_FILE.relative_to(REPO_ROOT)} and {DOCS_IMAGES.relative_to(REPO_ROOT)}/")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    return run_benchmark(args, run_suite, wait=True)
