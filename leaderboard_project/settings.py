@@ -170,6 +170,11 @@ SPECTACULAR_SETTINGS = {
 SIGNATURE_MAX_SKEW_SECONDS = 300
 # Contract section 7: how long a player's bearer token lives.
 PLAYER_TOKEN_TTL_SECONDS = int(os.environ.get("PLAYER_TOKEN_TTL_SECONDS", str(24 * 3600)))
+# One-time login links a game's server makes for a player (docs/players.md).
+LOGIN_LINK_TTL_SECONDS = int(os.environ.get("LOGIN_LINK_TTL_SECONDS", "900"))
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 # Contract section 4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
 

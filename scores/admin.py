@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from scores.models import Board, Game, Match, Player, Result, Season, ServerKey
+from scores.models import Board, Game, Match, Player, PlayerAccount, Result, Season, ServerKey
 
 
 class BoardInline(admin.TabularInline):
@@ -84,3 +84,14 @@ class PlayerAdmin(admin.ModelAdmin):
     search_fields = ("external_id", "display_name")
     readonly_fields = ("game", "external_id", "created_at")
     show_full_result_count = False
+
+
+@admin.register(PlayerAccount)
+class PlayerAccountAdmin(admin.ModelAdmin):
+    """Which site login plays as which player (made by demo data or one-time login links)."""
+
+    list_display = ("user", "player", "game", "created_at")
+    list_filter = ("game",)
+    search_fields = ("user__username", "player__external_id")
+    raw_id_fields = ("user", "player")
+    list_select_related = ("user", "player", "game")

@@ -311,6 +311,34 @@ class PlayerTokenApi(ServerApiView):
         return Response(TokenOutSerializer({"token": token, "expires_at": expires_at}).data)
 
 
+class LoginLinkOutSerializer(serializers.Serializer):
+    url = serializers.URLField()
+    expires_at = serializers.DateTimeField()
+
+
+class PlayerLoginLinkApi(ServerApiView):
+    """An extension of the contract (docs/players.md): a one-time link that signs the player
+    in to the web pages, made by the game's server and handed to the player."""
+
+    @extend_schema(
+        operation_id="players_login_link",
+        request=None,
+        responses={200: LoginLinkOutSerializer, 404: ErrorBodySerializer, **ERRORS},
+        summary="A one-time link that signs this player in to the leaderboard web pages",
+    )
+    def post(self, request: Request, game: str, player: str) -> Response:
+        from django.urls import reverse
+
+        from scores import accounts
+
+        found = Player.objects.filter(game=self.game(), external_id=player).first()
+        if found is None:
+            raise NotFound(f"unknown player {player!r}", code="unknown_player")
+        link = accounts.login_link_create(player=found)
+        url = request.build_absolute_uri(reverse("login-link", args=[link.token]))
+        return Response(LoginLinkOutSerializer({"url": url, "expires_at": link.expires_at}).data)
+
+
 class FriendsApi(ServerApiView):
     @extend_schema(
         operation_id="players_friends_replace",

@@ -36,6 +36,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from scores import encoding
+from scores.accounts import demo_accounts_create, demo_accounts_missing
 from scores.auth import sign
 from scores.config import parse_game_config
 from scores.models import Board, Game, Player, PlayerValue
@@ -190,6 +191,7 @@ class LoadReport:
     results: int = 0
     values: int = 0
     redis_entries: int = 0
+    accounts: int = 0
     fk_checks_skipped: bool = False
     phases: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
@@ -274,6 +276,9 @@ def demo_load(
             sum(len(m.results) for m in data.matches),
             _count(values),
         )
+        # every demo player can sign in to the web pages (username = player id; docs/players.md)
+        report.accounts = demo_accounts_create(game_id=config.game.id)
+        phases.done("accounts")
     phases.done("commit")
     with connection.cursor() as cur:
         cur.execute("ANALYZE scores_player, scores_match, scores_result, scores_playervalue")
@@ -618,6 +623,14 @@ def traffic_loop(
         next_at = max(next_at + rng.expovariate(rate) * count, time.monotonic() - 1.0)
         stop.wait(max(0.0, next_at - time.monotonic()))
     return stats
+
+
+def demo_accounts_heal() -> int:
+    """Logins for the demo players when the data was loaded before demo accounts existed."""
+    game_id = Game.objects.filter(slug=DEMO_SLUG).values_list("id", flat=True).first()
+    if game_id is None or not demo_accounts_missing(game_id=game_id):
+        return 0
+    return demo_accounts_create(game_id=game_id)
 
 
 def demo_players(limit: int | None = None) -> list[str]:

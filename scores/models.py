@@ -3,10 +3,8 @@ per-board, per-window value of every player. Redis is derived from these tables.
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import OpClass
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models.functions import Lower
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]{0,63}$"
 PLAYER_RE = r"^[A-Za-z0-9_.:@-]{1,64}$"
@@ -96,7 +94,11 @@ class Region(models.Model):
 
 
 class Player(models.Model):
-    """A game's player. The integer primary key is the sorted-set member: compact in Redis."""
+    """A game's player. The integer primary key is the sorted-set member: compact in Redis.
+
+    The player pages search display names by prefix through the index player_name_prefix on
+    (game_id, lower(display_name) text_pattern_ops), made in migration 0009 with SQL (Django
+    cannot spell an operator class on an expression next to a plain column)."""
 
     game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="players")
     external_id = models.CharField(max_length=64)
@@ -105,15 +107,6 @@ class Player(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "external_id"], name="player_unique_id_per_game")]
-        indexes = [
-            # the player pages' search by display-name prefix (LIKE 'abc%' on lower(name)): an
-            # index range scan at any number of players, whatever the database's collation
-            models.Index(
-                models.F("game"),
-                OpClass(Lower("display_name"), name="text_pattern_ops"),
-                name="player_name_prefix",
-            )
-        ]
 
     def __str__(self) -> str:
         return self.external_id
@@ -280,7 +273,7 @@ class LoginLinkUse(models.Model):
     and is not stored; its nonce is inserted here on redemption, and the primary key makes a
     second redemption fail in the database rather than in a read-then-write check."""
 
-    nonce = models.CharField(max_length=32, primary_key=True)
+    nonce = models.UUIDField(primary_key=True)
     player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     redeemed_at = models.DateTimeField(auto_now_add=True)

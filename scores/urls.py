@@ -10,4 +10,7 @@ urlpatterns = [
     path("games/<str:game>/matches/<path:match_id>/approve", api.MatchApproveApi.as_view(), name="matches-approve"),
     path("games/<str:game>/players/<str:player>/token", api.PlayerTokenApi.as_view(), name="players-token"),
     path("games/<str:game>/players/<str:player>/friends", api.FriendsApi.as_view(), name="players-friends"),
+    path(
+        "games/<str:game>/players/<str:player>/login-link", api.PlayerLoginLinkApi.as_view(), name="players-login-link"
+    ),
 ]

@@ -22,6 +22,9 @@ class Command(BaseCommand):
         if demo.demo_loaded():
             self.stdout.write("demo data already loaded")
             self._heal_redis()
+            made = demo.demo_accounts_heal()
+            if made:
+                self.stdout.write(f"made sign-in accounts for {made:,} demo players (password: demo)")
             return
         try:
             report = demo.demo_load(players=players, matches=matches, seed=seed, progress=not no_progress)
@@ -37,7 +40,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo data loaded: {report.players:,} players, {report.matches:,} matches, "
             f"{report.results:,} results, {report.values:,} board values, "
-            f"{report.redis_entries:,} sorted-set entries in {report.seconds:.1f} s ({phases})"
+            f"{report.redis_entries:,} sorted-set entries, {report.accounts:,} player logins in {report.seconds:.1f} s ({phases})"
         )
 
     def _heal_redis(self) -> None:

@@ -1,0 +1,149 @@
+/* Live updates for a board page (contract section 9). No build step, no dependencies.
+ *
+ * The page is complete without this file. Here: one websocket to
+ * /ws/games/{game}/boards/{board}/?window=... (the session cookie identifies a signed-in
+ * player), then
+ *   {"type": "top", "entries": [...]}       -> the first 10 rows of the table (page 1 only)
+ *   {"type": "rank", "rank", "score"}       -> the "your rank" card
+ *   {"type": "passed", "by": {...}, "rank"} -> a notice, and the card's rank
+ * A dropped connection is retried with exponential backoff (1 s doubling to 30 s, with
+ * jitter); the pill next to the title says live / connecting / offline. */
+(function () {
+  "use strict";
+  var root = document.getElementById("board-page");
+  if (!root || root.dataset.live !== "1" || !("WebSocket" in window)) return;
+
+  var TOP = 10;
+  var status = document.getElementById("live-status");
+  var tbody = document.getElementById("top-body");
+  var me = root.dataset.me || "";
+  var windowSpec = root.dataset.window || "all";
+  var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + root.dataset.ws;
+  var backoff = 1000;
+  var socket = null;
+  var retryTimer = null;
+
+  function fmt(n) {
+    return typeof n === "number" ? n.toLocaleString("en-US") : String(n == null ? "" : n);
+  }
+
+  function setStatus(state) {
+    if (!status) return;
+    status.hidden = false;
+    status.className = "pill " + state;
+    status.textContent = state;
+    root.dataset.liveState = state;
+  }
+
+  function cell(cls, text) {
+    var td = document.createElement("td");
+    td.className = cls;
+    td.textContent = text;
+    return td;
+  }
+
+  function row(e) {
+    var tr = document.createElement("tr");
+    tr.dataset.player = e.player;
+    tr.dataset.score = String(e.score);
+    if (e.player === me) tr.className = "me";
+    tr.appendChild(cell("rank", fmt(e.rank)));
+    var td = document.createElement("td");
+    td.className = "player";
+    var a = document.createElement("a");
+    a.className = "name";
+    a.href = "?window=" + encodeURIComponent(windowSpec) + "&player=" + encodeURIComponent(e.player);
+    a.textContent = e.display_name || e.player;
+    td.appendChild(a);
+    tr.appendChild(td);
+    tr.appendChild(cell("score", fmt(e.score)));
+    return tr;
+  }
+
+  function showTop(entries) {
+    if (!tbody || root.dataset.page !== "1") return;
+    var before = {};
+    Array.prototype.forEach.call(tbody.rows, function (tr, i) {
+      if (i < TOP) before[tr.dataset.player] = tr.querySelector(".score").textContent + "@" + i;
+    });
+    var keep = Array.prototype.slice.call(tbody.rows, TOP).filter(function (tr) {
+      return !tr.classList.contains("empty");
+    });
+    var frag = document.createDocumentFragment();
+    entries.slice(0, TOP).forEach(function (e, i) {
+      var tr = row(e);
+      if (before[e.player] !== fmt(e.score) + "@" + i) tr.classList.add("flash");
+      frag.appendChild(tr);
+    });
+    keep.forEach(function (tr) { frag.appendChild(tr); });
+    tbody.replaceChildren(frag);
+  }
+
+  function showRank(rank, score) {
+    var r = document.getElementById("my-rank");
+    var s = document.getElementById("my-score");
+    if (r) r.textContent = rank == null ? "No score in this window yet." : "#" + fmt(rank);
+    if (s && score != null) s.textContent = fmt(score);
+    var card = document.getElementById("my-card");
+    if (card) card.dataset.rank = rank == null ? "" : String(rank);
+  }
+
+  function notice(text) {
+    var box = document.getElementById("notices");
+    if (!box) return;
+    var div = document.createElement("div");
+    div.className = "notice";
+    div.setAttribute("role", "status");
+    div.textContent = text;
+    box.appendChild(div);
+    setTimeout(function () { div.remove(); }, 8000);
+  }
+
+  function onMessage(event) {
+    var msg;
+    try { msg = JSON.parse(event.data); } catch (err) { return; }
+    if (msg.type === "top" && Array.isArray(msg.entries)) showTop(msg.entries);
+    else if (msg.type === "rank") showRank(msg.rank, msg.score);
+    else if (msg.type === "passed" && msg.by) {
+      var who = msg.by.display_name || msg.by.player;
+      notice(who + " passed you" + (msg.rank != null ? ": you are now #" + fmt(msg.rank) : ""));
+      if (msg.rank != null) showRank(msg.rank, null);
+    }
+  }
+
+  function connect() {
+    retryTimer = null;
+    setStatus("connecting");
+    try {
+      socket = new WebSocket(url);
+    } catch (err) {
+      retry();
+      return;
+    }
+    socket.onopen = function () {
+      backoff = 1000;
+      setStatus("live");
+    };
+    socket.onmessage = onMessage;
+    socket.onclose = function () {
+      socket = null;
+      retry();
+    };
+    socket.onerror = function () { /* onclose follows and retries */ };
+  }
+
+  function retry() {
+    setStatus("offline");
+    if (retryTimer) return;
+    var delay = backoff * (0.75 + Math.random() * 0.5);
+    backoff = Math.min(backoff * 2, 30000);
+    retryTimer = setTimeout(connect, delay);
+  }
+
+  // Back from a sleeping laptop or a hidden tab: try now instead of waiting out the backoff.
+  window.addEventListener("online", function () {
+    if (!socket && retryTimer) { clearTimeout(retryTimer); backoff = 1000; connect(); }
+  });
+
+  connect();
+})();
