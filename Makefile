@@ -2,8 +2,11 @@
 #
 #   make run                      the whole service in the foreground (PORT=8000, DEMO=0 skips the demo)
 #   make test [PYTEST_ARGS=...]   ruff, then the test suite against a real PostgreSQL and Redis
+#                                 (and headless chromium for tests/e2e: installed as root if missing)
 #   make manage ARGS="..."        a manage.py command in the same environment as `make run`
 #   make lint                     ruff check + ruff format --check
+#   make bench [ARGS=...]         the benchmark suite at 1M players (< 15 min), results in bench/results/
+#                                 and docs/BENCHMARKS.md; ARGS="--players 10000000", "--smoke", see bench/README.md
 #   make clean-local              stop the project-local PostgreSQL/Redis and delete .local/
 #
 # DATABASE_URL, REDIS_URL, TEST_REDIS_URL, PORT and DEMO are read from the environment
@@ -17,7 +20,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SERVICES := $(VENV_PY) scripts/services.py
 
-.PHONY: run test manage lint clean-local venv
+.PHONY: run test manage lint bench clean-local venv browser
 .DEFAULT_GOAL := run
 
 venv: $(STAMP)
@@ -47,9 +50,24 @@ $(STAMP): requirements.txt | $(VENV)/bin/pip
 run: venv
 	$(VENV_PY) scripts/run.py
 
-test: venv
+test: venv browser
 	@if [ -x $(VENV)/bin/ruff ]; then echo "==> ruff check ."; $(VENV)/bin/ruff check .; fi
 	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The browser tests (tests/e2e/) drive Debian's chromium through chromedriver at these paths;
+# nothing downloads a browser. Present: nothing to do; root with apt-get: install; else say what.
+BROWSER := /usr/bin/chromium
+BROWSER_DRIVER := /usr/bin/chromedriver
+browser:
+	@if [ -x $(BROWSER) ] && [ -x $(BROWSER_DRIVER) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "==> installing chromium and chromium-driver with apt-get (for the browser tests)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver \
+	    || { echo "error: could not install chromium chromium-driver" >&2; exit 1; }; \
+	else \
+	  echo "error: the browser tests need $(BROWSER) and $(BROWSER_DRIVER): sudo apt-get install chromium chromium-driver" >&2; \
+	  exit 1; \
+	fi
 
 manage: venv
 	$(SERVICES) exec -- $(VENV_PY) manage.py $(ARGS)
@@ -57,6 +75,10 @@ manage: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Finds or starts PostgreSQL and Redis itself (scripts/services.py), in a database and Redis db of its own.
+bench: venv
+	$(VENV_PY) -m bench --publish $(ARGS)
 
 # Standard library only: works without the virtualenv.
 clean-local:
