@@ -7,6 +7,11 @@ lb:meta:built                   set once the index has been built from Postgres;
                                 after a Redis restart (Redis keeps nothing on disk) triggers a rebuild
 lb:hist:{board_id}:{window}     hash: the score histogram of a board window (boards/histogram.py);
                                 outside lb:{board_id}:* so rebuilds never touch it
+lb:live:watched                 sorted set: "{board_id}|{window}" -> until when (ms) some websocket
+                                process watches it (boards/live.py, refreshed by the processes)
+lb:live:due                     sorted set: "{board_id}|{window}" -> earliest next live publish (ms)
+lb:live:dirty                   set: watched board windows changed since their last publish
+lb:live:top:{board_id}:{window} digest of the last top-10 message published for a board window
 """
 
 BOARD_PREFIX = "lb:"
@@ -43,3 +48,19 @@ def outbox_applied() -> str:
 
 def histogram_key(board_id: int, window: str) -> str:
     return f"lb:hist:{board_id}:{window}"
+
+
+def live_watched() -> str:
+    return "lb:live:watched"
+
+
+def live_due() -> str:
+    return "lb:live:due"
+
+
+def live_dirty() -> str:
+    return "lb:live:dirty"
+
+
+def live_last_top(board_id: int, window: str) -> str:
+    return f"lb:live:top:{board_id}:{window}"

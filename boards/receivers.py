@@ -1,11 +1,12 @@
 """boards/ listens to scores/: the only links between ingest and the read side."""
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.dispatch import receiver
 
-from boards import selectors, services
+from boards import live, selectors, services
 from boards.redis import REDIS_DOWN
 from scores.signals import friends_changed, score_accepted, values_rewritten
 
@@ -16,7 +17,8 @@ log = logging.getLogger(__name__)
 def mirror_accepted_scores(
     sender: Any, outbox_id: int, entries: list[tuple[int, str, int, int]], **kwargs: Any
 ) -> None:
-    services.outbox_entry_apply(outbox_id=outbox_id, entries=entries)
+    if services.outbox_entry_apply(outbox_id=outbox_id, entries=entries):
+        _live_notify((board_id, window) for board_id, window, _, _ in entries)
 
 
 @receiver(friends_changed, dispatch_uid="boards.forget_cached_friends")
@@ -31,3 +33,14 @@ def rewrite_moderated_values(sender: Any, outbox_id: int, refs: list[tuple[int, 
         services.values_rewrite(refs)
     except REDIS_DOWN as exc:
         log.warning("Redis unavailable, %d moderated values wait in outbox row %d: %s", len(refs), outbox_id, exc)
+        return
+    _live_notify((board_id, window) for board_id, window, _ in refs)
+
+
+def _live_notify(pairs: Iterable[tuple[int, str]]) -> None:
+    """The values are in Redis: tell the websockets (boards/live.py coalesces). The change is
+    committed and mirrored already, so a failure here is logged, never the caller's error."""
+    try:
+        live.windows_changed(pairs)
+    except Exception:
+        log.exception("live: publishing board changes failed")

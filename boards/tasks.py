@@ -1,23 +1,36 @@
 from celery import shared_task
 
-from boards import services
+from boards import keys, live, services
 from boards.histogram import histograms_refresh
+from boards.redis import get_redis
 from boards.rolling import rolling_windows_refresh
 
 
 @shared_task(ignore_result=True)
 def sync_pending() -> int:
     """Replay outbox rows the post-commit path missed; rebuild if Redis lost the index."""
-    return services.board_index_heal()
+    rebuilding = not get_redis().exists(keys.built_marker())
+    replayed = services.board_index_heal()
+    if replayed or rebuilding:
+        live.watched_changed()  # the drain does not say which windows it touched
+    return replayed
 
 
 @shared_task(ignore_result=True)
 def refresh_rolling() -> int:
     """Rebuild the rolling windows (last7d, last30d) from the daily windows."""
-    return rolling_windows_refresh().windows
+    refreshed = rolling_windows_refresh().windows
+    live.watched_changed(rolling_only=True)
+    return refreshed
 
 
 @shared_task(ignore_result=True)
 def refresh_histograms() -> int:
     """Rebuild the score histograms of board windows that changed."""
     return histograms_refresh().built
+
+
+@shared_task(ignore_result=True)
+def live_flush() -> int:
+    """The trailing edge of live updates: publish changes held back by the per-second limit."""
+    return live.flush_due()

@@ -1,18 +1,18 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django, websockets through Channels (boards/routing.py)."""
 
 import os
 
-from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.routing import ProtocolTypeRouter
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
-django_asgi_app = get_asgi_application()
+django_asgi_app = get_asgi_application()  # sets Django up before the consumers import models
 
-websocket_urlpatterns: list = []  # contract section 9: live updates (a later issue)
+from boards.routing import websocket_application  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": URLRouter(websocket_urlpatterns),
+        "websocket": websocket_application(),
     }
 )

@@ -110,12 +110,21 @@ CACHES = {
 DJANGO_REDIS_IGNORE_EXCEPTIONS = True
 DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
 
+# Live updates (docs/live.md). Pub/sub: a group message is one PUBLISH that Redis hands to each
+# web process once, whatever the number of sockets. Pub/sub channels are shared by every
+# database of a Redis server, so the prefix names the database: two deployments (or two test
+# runs) on one server never hear each other.
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "channels"},
+        "BACKEND": os.environ.get("CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.RedisPubSubChannelLayer"),
+        "CONFIG": {
+            "hosts": [os.environ.get("CHANNEL_REDIS_URL", REDIS_URL)],
+            "prefix": os.environ.get("CHANNEL_LAYER_PREFIX", f"channels.db{REDIS_URL.rsplit('/', 1)[-1] or 0}."),
+        },
     }
 }
+# At most one live top/rank update per board window per this many seconds (docs/live.md).
+LIVE_INTERVAL_SECONDS = float(os.environ.get("LIVE_INTERVAL_SECONDS", "1.0"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -187,6 +196,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 BOARD_SYNC_GRACE_SECONDS = float(os.environ.get("BOARD_SYNC_GRACE_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {
     "boards-sync-pending": {"task": "boards.tasks.sync_pending", "schedule": 2.0},
+    # the trailing edge of live updates: changes held back by the one-per-second limit
+    "boards-live-flush": {"task": "boards.tasks.live_flush", "schedule": 0.5, "options": {"expires": 1.0}},
     "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
     # a run still queued when the next one is due is dropped (expires): slow runs never pile up
     "boards-refresh-rolling": {"task": "boards.tasks.refresh_rolling", "schedule": 60.0, "options": {"expires": 55}},

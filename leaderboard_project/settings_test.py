@@ -8,3 +8,12 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 from leaderboard_project.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed only; never in production
+
+# Live updates on the test Redis database. Pub/sub channels ignore databases: the prefix names
+# the database, so test runs on other databases never receive these messages.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": f"test.channels.db{REDIS_URL.rsplit('/', 1)[-1]}."},  # noqa: F405
+    }
+}
