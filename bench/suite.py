@@ -294,6 +294,9 @@ def _measure_once(
     args = run.args
     busy_before, waited = _wait_quiet(args)
     cleared = reads.clear_caches(run.r)
+    targets = sum(len(s.warm_targets) for s in warm)
+    if targets:
+        log(f"{name}: warming the caches ({targets:,} reads)")
     warmed = {s.name: reads.warm_caches(srv.port, s, args.concurrency) for s in warm if s.warm_targets}
     tally = Tally(submissions)
     load = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
@@ -603,7 +606,7 @@ def scenario_freeze(run: Run) -> None:
 # --------------------------------------------------------------------------- summary
 
 
-def summary(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> list[dict[str, Any]]:
+def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per figure, with its ratios to the anchors measured in the same run."""
     d = run_details
     bare = d.get("bare", {}).get("requests_per_s")
@@ -617,11 +620,10 @@ def summary(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> li
     rows: list[dict[str, Any]] = []
 
     def add(scenario: str, detail: dict[str, Any], throughput: float | None, unit: str, **extra: Any) -> None:
+        check = detail.get("check") or (f"{detail['errors']:,} errors" if detail.get("errors") else "ok")
         rows.append({
             "scenario": scenario, "load": detail.get("load", ""), "throughput": throughput, "unit": unit,
-            "latency_ms": detail.get("latency_ms"), "check": detail.get("check", "ok" if not detail.get("errors") else
-                                                                          f"{detail['errors']} errors"),
-            **extra,
+            "latency_ms": detail.get("latency_ms"), "check": check, **extra,
         })  # fmt: skip
 
     for name, label in (("redis ZADD", "redis-benchmark ZADD"), ("redis ZREVRANK", "redis-benchmark ZREVRANK")):
@@ -635,8 +637,10 @@ def summary(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> li
     for name, label in (("single", "single-match ingest"), ("batch", "batch ingest")):
         if name in d:
             results = d[name]["results_per_s"]
-            add(label, d[name], results, "results/s", x_bare=ratio(d[name]["requests_per_s"], bare) if name ==
-                "single" else None, x_raw=ratio(results, zadd), target=TARGETS.get(name))  # fmt: skip
+            # A batch request is 1,000 results: only a single submission compares with one bare request.
+            per_request = ratio(d[name]["requests_per_s"], bare) if name == "single" else None
+            add(label, d[name], results, "results/s", x_bare=per_request, x_raw=ratio(results, zadd),
+                target=TARGETS.get(name))  # fmt: skip
     if "top" in d:
         add(
             "top (cached)",
@@ -828,8 +832,9 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     machine["busy_during_run"] = round((busy - busy_at_start[0]) / max(total - busy_at_start[1], 1), 3)
     machine["load_average_at_start"] = [round(x, 2) for x in load_at_start]
     machine["server"] = args.server
+    machine["packages"] = _versions()
     wall_seconds = round(time.monotonic() - wall, 1)
-    rows = summary(run.details, fixture.setup)
+    rows = summary(run.details)
     other = measures(run.details, fixture.setup)
     table = render(rows, other)
     disturbed = {n: d["cpu_cores"].get("other") for n, d in run.details.items() if "cpu_cores" in d}
@@ -886,6 +891,22 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     return 0 if ok else 2
 
 
+def _versions() -> dict[str, str | None]:
+    """The serving stack's versions (the measured code's virtualenv is this one), and redis-benchmark's."""
+    from importlib import metadata
+
+    found: dict[str, str | None] = {}
+    for name in ("Django", "djangorestframework", "uvicorn", "gunicorn", "uvloop", "celery", "psycopg", "redis"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    binary = anchors.redis_benchmark_binary()
+    if binary:
+        found["redis-benchmark"] = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    return found
+
+
 def publish(markdown: str, latency_png: Path, throughput_png: Path, json_path: Path) -> None:
     """docs/BENCHMARKS.md's latest-run section (between its markers) and docs/benchmarks/*.png."""
     DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
@@ -904,7 +925,7 @@ def publish(markdown: str, latency_png: Path, throughput_png: Path, json_path: P
     else:
         text = text.rstrip() + "\n\n## Latest full run\n\n" + section + "\n"
     DOCS_FILE.write_text(text)
-    log(f"published to {DOCS_FILE.relative_to(REPO_ROOT)} and {DOCS_IMAGES.relative_to(REPO_ROOT)}/")
+    log(f"published to {DOCS_FILE} and {DOCS_IMAGES}/")
 
 
 def main(argv: list[str] | None = None) -> int:
