@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib import auth
 from django.contrib.auth import views as auth_views
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Lower
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -222,18 +222,22 @@ def _frozen_card(freeze: Any, pk: int, me_pk: int | None) -> Card:
     )
 
 
+def name_matches(game_id: int, q: str) -> QuerySet[Player]:
+    """Players of a game whose display name starts with `q`, any case (index player_name_prefix)."""
+    return (
+        Player.objects.annotate(lname=Lower("display_name"))
+        .filter(game_id=game_id, lname__startswith=q.lower())
+        .order_by()
+    )
+
+
 def _search(game_id: int, q: str) -> list[tuple[str, str]]:
     """Players whose id is `q`, then those whose display name starts with `q` (any case):
     two index lookups (player_unique_id_per_game, player_name_prefix), at most SEARCH_LIMIT."""
     exact = list(Player.objects.filter(game_id=game_id, external_id=q).values_list("external_id", "display_name"))
     # No ORDER BY: a pattern-ops index cannot serve one, and sorting every match of a short
     # prefix would read them all; the first SEARCH_LIMIT in index order are sorted here.
-    by_name = (
-        Player.objects.annotate(lname=Lower("display_name"))
-        .filter(game_id=game_id, lname__startswith=q.lower())
-        .order_by()
-        .values_list("external_id", "display_name")[:SEARCH_LIMIT]
-    )
+    by_name = name_matches(game_id, q).values_list("external_id", "display_name")[:SEARCH_LIMIT]
     seen = {e for e, _ in exact}
     found = sorted((r for r in by_name if r[0] not in seen), key=lambda r: (r[1].lower(), r[0]))
     return (exact + found)[:SEARCH_LIMIT]

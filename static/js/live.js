@@ -86,6 +86,11 @@
     if (s && score != null) s.textContent = fmt(score);
     var card = document.getElementById("my-card");
     if (card) card.dataset.rank = rank == null ? "" : String(rank);
+    // The rank message carries no percentile or neighbours: grey out what is now as of page load.
+    ["my-percentile", "my-share", "my-around"].forEach(function (id) {
+      var el = document.getElementById(id);
+      if (el) { el.classList.add("stale"); el.title = "as of page load: reload for the current figure"; }
+    });
   }
 
   function notice(text) {

@@ -1,0 +1,154 @@
+"""End-to-end fixtures: the production ASGI application under uvicorn in a subprocess, on a
+free port, against the test database and test Redis; a headless Debian chromium driven by
+Selenium (chromedriver and the browser at fixed paths: nothing is ever downloaded)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from bench.server import free_port
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"  # git-ignored
+READY_SECONDS = 60.0
+
+
+class WebServer:
+    def __init__(self, port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self.port, self.proc, self.log = port, proc, log
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log_tail(self) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+        except OSError:
+            return ""
+
+
+def _database_url() -> str:
+    """The database the tests run against (pytest-django's test_ database)."""
+    s = connection.settings_dict
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.fixture
+def web(transactional_db) -> Iterator[WebServer]:
+    """uvicorn leaderboard_project.asgi:application (what `make run` starts), one worker."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "DB_POOL_MAX": "4",
+        "PYTHONUNBUFFERED": "1",
+    }
+    log = Path(tempfile.gettempdir()) / f"leaderboard-e2e-{port}.log"
+    uvicorn = Path(sys.executable).parent / "uvicorn"
+    cmd = [str(uvicorn), "leaderboard_project.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=settings.BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    server = WebServer(port, proc, log)
+    try:
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"uvicorn exited with {proc.returncode}:\n{server.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{server.url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"uvicorn did not answer /healthz within {READY_SECONDS:.0f} s:\n{server.log_tail()}")
+            time.sleep(0.1)  # polling a subprocess's readiness, with a deadline
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def _chrome(width: int, height: int, javascript: bool = True, mobile: bool = False):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        pytest.fail(
+            f"{CHROMIUM} and {CHROMEDRIVER} are needed: `make test` installs them (apt-get install chromium chromium-driver)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={width},{height}",
+    ):
+        options.add_argument(arg)
+    if mobile:  # a desktop window cannot be narrower than 500 px: emulate the phone's screen
+        options.add_experimental_option(
+            "mobileEmulation", {"deviceMetrics": {"width": width, "height": height, "pixelRatio": 2.0}}
+        )
+    if not javascript:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@pytest.fixture
+def browser() -> Iterator:
+    driver = _chrome(1280, 900)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def phone() -> Iterator:
+    """A phone-sized window (390 x 844 CSS pixels, an iPhone 12-14)."""
+    driver = _chrome(390, 844, mobile=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def browser_without_js() -> Iterator:
+    driver = _chrome(1280, 900, javascript=False)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def screenshot(driver, name: str) -> Path:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path

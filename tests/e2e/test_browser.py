@@ -1,0 +1,149 @@
+"""The player pages in a real headless browser against the running ASGI service: a result
+submitted through the signed API shows up on an open page without a reload; a signed-in
+player sees their rank card change live and a notice when a friend passes them; the pages
+fit a phone and work with JavaScript off. Screenshots land in tests/e2e/screenshots/."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from boards.tasks import live_flush
+from scores.models import Player, PlayerAccount
+from tests.conftest import SignedClient
+from tests.e2e.conftest import screenshot
+
+DEADLINE = 15.0  # seconds a live change may take to reach the DOM before the test fails
+
+pytestmark = pytest.mark.slow
+
+
+def _submit(server: SignedClient, match_id: str, results: list[dict]) -> None:
+    ended = (timezone.now() - timedelta(seconds=5)).isoformat().replace("+00:00", "Z")
+    response = server.post("/api/v1/games/chess/matches", {"match_id": match_id, "ended_at": ended, "results": results})
+    assert response.status_code == 201, response.content
+
+
+def _result(player: str, score: int, name: str | None = None) -> dict:
+    r = {"player": player, "board": "rating", "score": score}
+    if name:
+        r["display_name"] = name
+    return r
+
+
+def _wait(driver, condition, what: str):
+    return WebDriverWait(driver, DEADLINE, poll_frequency=0.05).until(lambda d: condition(d), message=what)
+
+
+def _wait_live(driver, condition, what: str):
+    """Wait for a live change, playing Celery beat's part meanwhile: a change within a second of
+    the previous update is held back and published by the beat task (the trailing edge)."""
+
+    def check(d):
+        live_flush()
+        return condition(d)
+
+    return _wait(driver, check, what)
+
+
+def _live(driver) -> None:
+    # the pill reads LIVE (CSS upper-cases it); live.js keeps the state on the page element too
+    _wait(
+        driver, lambda d: d.find_element(By.ID, "board-page").get_attribute("data-live-state") == "live", "never live"
+    )
+    assert driver.find_element(By.ID, "live-status").text == "LIVE"
+
+
+def _top_players(driver) -> list[str]:
+    return [
+        tr.get_attribute("data-player") for tr in driver.find_elements(By.CSS_SELECTOR, "#top-body tr[data-player]")
+    ]
+
+
+def _sign_in(driver, web, username: str, password: str, next_path: str) -> None:
+    driver.get(f"{web.url}/accounts/login/?next={next_path}")
+    driver.find_element(By.ID, "id_username").send_keys(username)
+    driver.find_element(By.ID, "id_password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "form.stack button[type=submit]").click()
+    _wait(driver, lambda d: d.find_elements(By.ID, "board-page"), "sign-in did not lead to the board page")
+
+
+def _account(external_id: str, password: str = "pw-e2e-1") -> None:
+    user = get_user_model().objects.create_user(username=external_id, password=password)
+    player = Player.objects.get(external_id=external_id)
+    PlayerAccount.objects.create(user=user, game_id=player.game_id, player=player)
+
+
+def test_a_submitted_result_appears_on_an_open_board_page_without_a_reload(web, browser, server) -> None:
+    _submit(server, "m-1", [_result("ana", 1500, "Ana"), _result("bo", 1400, "Bo")])
+    browser.get(f"{web.url}/games/chess/boards/rating/")
+    assert _top_players(browser) == ["ana", "bo"]
+    _live(browser)
+    browser.execute_script("window.__sameDocument = true;")
+
+    _submit(server, "m-2", [_result("cy", 1800, "Cyrus")])
+
+    _wait_live(browser, lambda d: _top_players(d)[:1] == ["cy"], "the new leader never appeared")
+    assert _top_players(browser) == ["cy", "ana", "bo"]
+    first = browser.find_element(By.CSS_SELECTOR, "#top-body tr")
+    assert first.text.split() == ["1", "Cyrus", "1,800"]
+    assert browser.execute_script("return window.__sameDocument === true"), "the page was reloaded"
+    screenshot(browser, "board-live-update")
+
+
+def test_a_signed_in_player_sees_their_rank_card_and_a_friend_passing_them(web, browser, server) -> None:
+    _submit(server, "m-1", [_result("ana", 1500, "Ana"), _result("bo", 1400, "Bo"), _result("me", 1300, "Me Myself")])
+    assert server.request("PUT", "/api/v1/games/chess/players/me/friends", {"friends": ["bo"]}).status_code == 200
+    _account("me")
+    _sign_in(browser, web, "me", "pw-e2e-1", "/games/chess/boards/rating/")
+
+    assert browser.find_element(By.ID, "my-rank").text == "#3"
+    assert browser.find_element(By.ID, "my-score").text == "1,300"
+    card = browser.find_element(By.ID, "my-card").text
+    assert "Me Myself" in card and "PERCENTILE\n33.33" in card
+    friends = [tr.text.split()[1] for tr in browser.find_elements(By.CSS_SELECTOR, "#friends tbody tr")]
+    assert friends == ["Bo", "Me"]
+    _live(browser)
+    screenshot(browser, "board-signed-in")
+
+    _submit(server, "m-2", [_result("me", 1600)])  # I climb to first
+    _wait_live(browser, lambda d: d.find_element(By.ID, "my-rank").text == "#1", "my rank never changed live")
+    assert browser.find_element(By.ID, "my-score").text == "1,600"
+
+    _submit(server, "m-3", [_result("bo", 1700)])  # my friend passes me
+    notice = _wait_live(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#notices .notice"), "no passed notice")
+    assert "Bo passed you" in notice[0].text
+    _wait_live(browser, lambda d: d.find_element(By.ID, "my-rank").text == "#2", "my rank did not follow the pass")
+    screenshot(browser, "board-friend-passed")
+
+
+def test_the_board_page_fits_a_phone(web, phone, server) -> None:
+    _submit(server, "m-1", [_result(f"p{i:02d}", 1000 + i * 7, f"Player number {i}") for i in range(30)])
+    _account("p05")
+    _sign_in(phone, web, "p05", "pw-e2e-1", "/games/chess/boards/rating/")
+    _live(phone)
+    width = phone.execute_script("return window.innerWidth")
+    assert width <= 420
+    scroll = phone.execute_script("return document.documentElement.scrollWidth")
+    assert scroll <= width, f"the page scrolls sideways on a phone ({scroll} > {width} px)"
+    assert phone.find_element(By.ID, "my-rank").text == "#25"
+    screenshot(phone, "board-phone")
+    phone.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    screenshot(phone, "board-phone-bottom")
+
+
+def test_the_board_page_works_with_javascript_off(web, browser_without_js, server) -> None:
+    _submit(server, "m-1", [_result("ana", 1500, "Ana"), _result("bo", 1400, "Bo")])
+    driver = browser_without_js
+    driver.get(f"{web.url}/games/chess/boards/rating/?q=an")
+    assert _top_players(driver) == ["ana", "bo"]
+    assert not driver.find_element(By.ID, "live-status").is_displayed()  # no live promise without JS
+    assert [a.text for a in driver.find_elements(By.CSS_SELECTOR, ".results a")] == ["Ana"]
+    driver.find_element(By.LINK_TEXT, "This week").click()
+    assert "weekly:" in driver.find_element(By.CSS_SELECTOR, ".sub").text
+    screenshot(driver, "board-no-javascript")
