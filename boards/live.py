@@ -5,8 +5,9 @@ Two halves, joined by the channel layer:
 - Publishing (sync; the ingest post-commit path, moderation, Celery). After values reach the
   sorted sets, `windows_changed()` runs live_mark.lua: a board window somebody watches and that
   was not published within the last interval is published *now* (leading edge); otherwise it
-  is marked dirty and `flush_due()` (Celery beat, twice a second) publishes it once the interval
-  has passed (trailing edge). So a burst of any size yields at most one update per interval per
+  is marked dirty, and `flush_due()` publishes it once the interval has passed (trailing edge):
+  a Celery task scheduled for that moment by the first change held back, with beat's flush every
+  second as the safety net. So a burst of any size yields at most one update per interval per
   board window, and a quiet board updates at once. Publishing an update computes the top 10
   once, for everybody: `{"type": "live.update", "id", "top"}` goes to the window's group, with
   `top` the ready-made JSON text of the contract's top message, or None when the top 10 is the
@@ -93,7 +94,7 @@ def windows_changed(pairs: Iterable[tuple[int, str]]) -> int:
     if not members:
         return 0
     try:
-        due = script("live_mark")(
+        now, due, held = script("live_mark")(
             keys=[keys.live_watched(), keys.live_due(), keys.live_dirty()],
             args=[interval_ms(), *members],
             client=get_redis(),
@@ -101,11 +102,28 @@ def windows_changed(pairs: Iterable[tuple[int, str]]) -> int:
     except REDIS_DOWN as exc:
         log.warning("live: Redis unavailable, %d board windows not marked: %s", len(members), exc)
         return 0
+    _trailing_schedule(int(now), {int(float(d)) for d in held})
     return _publish([parse_member(m) for m in due])
 
 
+TRAILING_MARGIN_MS = 10  # a timer that fires a hair early would find nothing due yet
+
+
+def _trailing_schedule(now_ms: int, due_ms: set[int]) -> None:
+    """One delayed flush per moment held changes fall due (usually one: a submission's windows
+    were published together). Beat's periodic flush remains the safety net."""
+    from boards.tasks import live_flush
+
+    for due in sorted(due_ms):
+        countdown = max(0, due - now_ms + TRAILING_MARGIN_MS) / 1000
+        try:
+            live_flush.apply_async(countdown=countdown, expires=countdown + 5, retry=False)
+        except Exception as exc:  # the broker is down: beat's flush publishes them a little later
+            log.warning("live: could not schedule a trailing flush: %s", exc)
+
+
 def flush_due() -> int:
-    """The trailing edge (Celery beat): publish changes held back that are due now."""
+    """The trailing edge (a scheduled Celery task, and beat): publish held-back changes due now."""
     due = script("live_flush")(
         keys=[keys.live_watched(), keys.live_due(), keys.live_dirty()], args=[interval_ms()], client=get_redis()
     )

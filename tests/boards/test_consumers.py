@@ -57,7 +57,7 @@ async def until(
     comm: WebsocketCommunicator, wanted: Callable[[dict], bool], *, flush: bool = True
 ) -> tuple[dict, list[dict]]:
     """The first message `wanted` accepts, and every message before it. With `flush`, runs the
-    trailing edge (what Celery beat does twice a second) while waiting."""
+    trailing edge (what the scheduled Celery task and beat do) while waiting."""
     deadline = time.monotonic() + DEADLINE
     seen: list[dict] = []
     while time.monotonic() < deadline:
@@ -323,7 +323,7 @@ async def test_a_burst_of_1000_results_yields_a_couple_of_top_messages(server: S
     await until(comm, is_top, flush=False)
     started = time.monotonic()
     for request in range(10):
-        # every request changes the top 10; the beat's trailing flush runs between requests
+        # every request changes the top 10; the trailing flush (Celery's job) runs between requests
         results = [{"player": f"b{request}-{i}", "board": "rating", "score": request * 100 + i} for i in range(100)]
         await post(server, f"burst-{request}", results)
         await sync_to_async(live.flush_due)()

@@ -1,0 +1,404 @@
+"""Live updates over websockets: how many clients one web process serves, and how long an update
+takes from a submission's 2xx response to the client.
+
+One uvicorn process (`--workers 1`) serves HTTP and websockets; a Celery worker and beat run as
+`make run` runs them (beat's `boards.tasks.live_flush` is the trailing edge of coalescing). For
+each client count, the bench opens that many sockets on `/ws/games/bench/boards/rating/?window=all`
+(a share of them with a player token, the rest anonymous), then submits signed results, each a
+new best score for one tokened player (so it enters the top 10 and moves every ranked player):
+
+- quiet: one submission every --quiet-gap seconds: every update takes the leading edge;
+- busy:  --busy-rate submissions a second for --seconds: most updates wait for the trailing edge
+         (at most one update per board window per second).
+
+It reports, per client count: sockets connected and how long connecting took, the web process's
+CPU share and memory during the busy phase, and latency percentiles from the 2xx response to
+(a) the submitting player's socket receiving its `rank` message with the new score and
+(b) sampled anonymous sockets receiving a `top` message that contains the new score. A message
+that arrives before the 2xx (the leading edge publishes before the response is written) counts as 0;
+a message showing a later, higher score of the same player counts for the earlier submissions it
+superseded (coalescing sends only the latest). "rank missed": submissions no rank message showed.
+
+The client runs on the same machine: its own CPU use is reported, since a saturated client
+inflates latencies.
+
+    .venv/bin/python -m bench.websockets [--clients 250,1000,2000] [--token-share 0.5] [--code REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.cli import run_benchmark
+from bench.code import CodeTree
+from bench.environment import (
+    VENV_BIN,
+    BenchEnv,
+    BenchError,
+    connect,
+    create_server_key,
+    flush_redis,
+    log,
+    prepare_database,
+    redis_client,
+)
+from bench.loadgen import HttpConnection, Request, sign
+from bench.machine import command_line, machine_info, machine_line
+from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.server import ServerProcess
+
+GAME = "bench"
+BOARD = "rating"
+SEED_SCORE = (90_000, 100_000)  # a narrow band: later top scores stay plausible to the anti-cheat rules
+CONNECT_CONCURRENCY = 100
+TOP_SAMPLE = 50  # anonymous sockets whose top messages are checked (every socket receives them)
+SETTLE_SECONDS = 4.0  # after the last submission: the trailing edge and its fan-out
+
+
+@dataclass
+class Client:
+    player: str | None
+    ws: Any = None
+    sample: bool = False
+    ranks: dict[int, float] = field(default_factory=dict)  # score -> first receipt
+    tops: dict[tuple[str, int], float] = field(default_factory=dict)  # (player, score) -> first receipt
+    messages: int = 0
+    task: asyncio.Task | None = None
+
+
+async def _listen(client: Client) -> None:
+    async for raw in client.ws:
+        now = time.monotonic()
+        client.messages += 1
+        if client.player is None and not client.sample:
+            continue  # received and decoded by the websocket library; nothing to look up
+        message = json.loads(raw)
+        if message["type"] == "rank" and message["score"] is not None:
+            client.ranks.setdefault(message["score"], now)
+        elif message["type"] == "top" and client.sample:
+            for entry in message["entries"]:
+                client.tops.setdefault((entry["player"], entry["score"]), now)
+
+
+async def _open(url: str, client: Client, gate: asyncio.Semaphore) -> None:
+    import websockets
+
+    async with gate:
+        client.ws = await websockets.connect(url, max_queue=None, open_timeout=60, ping_interval=None)
+        await client.ws.recv()  # the top on connect
+        if client.player is not None:
+            await client.ws.recv()  # the rank on connect
+    client.task = asyncio.ensure_future(_listen(client))
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _client_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Submitter:
+    def __init__(self, port: int, key_id: str, secret: str) -> None:
+        self.conn = HttpConnection("127.0.0.1", port, lambda req: [])
+        self.key_id, self.secret = key_id, secret
+        self.count = 0
+        self.statuses: dict[str, int] = {}
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        data = json.dumps(body).encode()
+        headers = [("X-Key-Id", self.key_id), ("X-Signature", sign(self.secret, "POST", path, data))]
+        response = await self.conn.request(Request("POST", path, data, headers=headers))
+        return response.status, json.loads(response.body or b"{}")
+
+    async def result(self, player: str, score: int) -> float:
+        """Submit one result; the monotonic time its 2xx arrived."""
+        self.count += 1
+        body = {
+            "match_id": f"ws-{os.getpid()}-{self.count}-{time.time_ns()}",
+            "ended_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "results": [{"player": player, "board": BOARD, "score": score}],
+        }
+        status, reply = await self.post(f"/api/v1/games/{GAME}/matches", body)
+        done = time.monotonic()
+        if status // 100 != 2:
+            raise BenchError(f"submission answered {status}: {reply}")
+        self.statuses[reply.get("status", "?")] = self.statuses.get(reply.get("status", "?"), 0) + 1
+        return done
+
+
+async def _seed(sub: Submitter, players: int) -> None:
+    rng = random.Random(7)
+    for start in range(0, players, 1000):
+        matches = [
+            {
+                "match_id": f"seed-{i}",
+                "ended_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+                "results": [{"player": f"p{i}", "board": BOARD, "score": rng.randint(*SEED_SCORE)}],
+            }
+            for i in range(start + 1, min(start + 1000, players) + 1)
+        ]
+        status, reply = await sub.post(f"/api/v1/games/{GAME}/matches/batch", {"matches": matches})
+        if status != 200:
+            raise BenchError(f"seeding answered {status}: {reply}")
+
+
+def _tokens(env: BenchEnv, players: int) -> list[str]:
+    env.setup_django()
+    from scores.models import Player
+    from scores.services import player_token_issue
+
+    by_id = {p.external_id: p for p in Player.objects.filter(game__slug=GAME)}
+    return [player_token_issue(player=by_id[f"p{i}"])[0] for i in range(1, players + 1)]
+
+
+def _latencies(samples: list[float]) -> dict[str, Any]:
+    values = sorted(max(0.0, s) for s in samples)
+    return {
+        "n": len(values),
+        "before_2xx": sum(1 for s in samples if s < 0),
+        "p50_ms": ms(percentile(values, 50)),
+        "p99_ms": ms(percentile(values, 99)),
+        "max_ms": ms(values[-1]) if values else None,
+    }
+
+
+async def _phase(
+    sub: Submitter, clients: list[Client], next_score: list[int], count: int, gap: float, rng: random.Random
+) -> dict[str, Any]:
+    players = [c for c in clients if c.player is not None]
+    sent: list[tuple[Client, int, float]] = []
+    started = time.monotonic()
+    for i in range(count):
+        target = started + i * gap
+        if (delay := target - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+        client = rng.choice(players)
+        next_score[0] += 1
+        sent.append((client, next_score[0], await sub.result(client.player, next_score[0])))
+    await asyncio.sleep(SETTLE_SECONDS)
+    sampled = [c for c in clients if c.sample]
+    rank, top, missed = [], [], 0
+    for client, score, done in sent:
+        # a later, higher score of the same player may supersede this one within one update
+        seen = [t for s, t in client.ranks.items() if s >= score]
+        if seen:
+            rank.append(min(seen) - done)
+        else:
+            missed += 1
+        for s in sampled:
+            tops = [t for (p, v), t in s.tops.items() if p == client.player and v >= score]
+            if tops:
+                top.append(min(tops) - done)
+    return {
+        "submissions": count,
+        "seconds": round(time.monotonic() - started - SETTLE_SECONDS, 2),
+        "rank": _latencies(rank),
+        "rank_missed": missed,
+        "top": _latencies(top),
+    }
+
+
+async def _step(
+    args: argparse.Namespace, server: ServerProcess, sub: Submitter, tokens: list[str], n: int, next_score: list[int]
+) -> dict:
+    rng = random.Random(n)
+    tokened = min(int(n * args.token_share), len(tokens))
+    base = f"ws://127.0.0.1:{server.port}/ws/games/{GAME}/boards/{BOARD}/?window=all"
+    clients = [Client(player=f"p{i + 1}") for i in range(tokened)] + [Client(player=None) for _ in range(n - tokened)]
+    for c in [c for c in clients if c.player is None][:TOP_SAMPLE]:
+        c.sample = True
+    gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
+    log(f"{n} clients: connecting ({tokened} with a token)")
+    t0 = time.monotonic()
+    opening = [
+        asyncio.ensure_future(_open(base + (f"&token={tokens[i]}" if c.player else ""), c, gate))
+        for i, c in enumerate(clients)
+    ]
+    results = await asyncio.gather(*opening, return_exceptions=True)
+    connect_s = time.monotonic() - t0
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        log(f"{len(failed)} sockets failed to open, e.g. {failed[0]!r}")
+    clients = [c for c in clients if c.task is not None]
+    log(f"{n} clients: quiet phase ({args.quiet} submissions, one every {args.quiet_gap} s)")
+    quiet = await _phase(sub, clients, next_score, args.quiet, args.quiet_gap, rng)
+    log(f"{n} clients: busy phase ({args.busy_rate}/s for {args.seconds} s)")
+    cpu0, wall0, client0 = _cpu_seconds(server.pid), time.monotonic(), _client_cpu()
+    busy = await _phase(sub, clients, next_score, int(args.busy_rate * args.seconds), 1 / args.busy_rate, rng)
+    wall = time.monotonic() - wall0
+    server_cpu = (_cpu_seconds(server.pid) - cpu0) / wall
+    client_cpu = (_client_cpu() - client0) / wall
+    rss = _rss_mb(server.pid)
+    messages = sum(c.messages for c in clients)
+    for c in clients:
+        with contextlib.suppress(Exception):
+            await c.ws.close()
+        if c.task:
+            c.task.cancel()
+    log(f"submission statuses so far: {sub.statuses}")
+    return {
+        "clients": n,
+        "tokened": tokened,
+        "connected": len(clients),
+        "connect_seconds": round(connect_s, 2),
+        "server_cpu_share_busy": round(server_cpu, 3),
+        "client_cpu_share_busy": round(client_cpu, 3),
+        "server_rss_mb": round(rss, 1),
+        "messages_received": messages,
+        "quiet": quiet,
+        "busy": busy,
+    }
+
+
+def render(steps: list[dict[str, Any]]) -> str:
+    rows = []
+    for s in steps:
+        q, b = s["quiet"], s["busy"]
+        rows.append(
+            [
+                f"{s['connected']}/{s['clients']}",
+                s["connect_seconds"],
+                f"{s['server_cpu_share_busy'] * 100:.0f}%",
+                f"{s['client_cpu_share_busy'] * 100:.0f}%",
+                s["server_rss_mb"],
+                f"{q['rank']['p50_ms']} / {q['rank']['p99_ms']}",
+                f"{q['top']['p50_ms']} / {q['top']['p99_ms']}",
+                f"{b['rank']['p50_ms']} / {b['rank']['p99_ms']}",
+                f"{b['top']['p50_ms']} / {b['top']['p99_ms']}",
+                q["rank_missed"] + b["rank_missed"],
+            ]
+        )
+    return markdown_table(
+        [
+            "sockets",
+            "connect s",
+            "web CPU (busy)",
+            "client CPU",
+            "web RSS MB",
+            "quiet rank p50/p99 ms",
+            "quiet top p50/p99 ms",
+            "busy rank p50/p99 ms",
+            "busy top p50/p99 ms",
+            "rank missed",
+        ],
+        rows,
+    )
+
+
+def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+    started = datetime.now(UTC)
+    log("preparing the bench database (migrate, apply bench/game.toml)")
+    prepare_database(env)
+    with redis_client(env) as r:
+        flush_redis(r)
+    key = create_server_key(env)
+    players = max(1000, int(max(args.clients) * args.token_share))
+    celery = VENV_BIN / "celery"
+    extra = {"LIVE_INTERVAL_SECONDS": str(args.interval)}
+    procs: list[subprocess.Popen] = []
+    steps: list[dict[str, Any]] = []
+    try:
+        with ServerProcess("uvicorn", env, workers=1, extra_env=extra) as server:
+            for name, cmd in (
+                ("worker", [str(celery), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING", "-c", "2"]),
+                (
+                    "beat",
+                    [str(celery), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING", "-s", "/tmp/ws-beat"],
+                ),
+            ):
+                log(f"starting celery {name}")
+                procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        cwd=env.code_dir,
+                        env=env.process_env(**extra),
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
+
+            async def seed() -> None:
+                sub = Submitter(server.port, key.key_id, key.secret)
+                log(f"seeding {players} players")
+                await _seed(sub, players)
+                await sub.conn.close()
+
+            async def measure(tokens: list[str]) -> None:
+                sub = Submitter(server.port, key.key_id, key.secret)
+                next_score = [SEED_SCORE[1]]  # each submission a new best by one point: plausible to anti-cheat
+                for n in args.clients:
+                    steps.append(await _step(args, server, sub, tokens, n, next_score))
+                    log(json.dumps(steps[-1]))
+                log(f"submission statuses: {sub.statuses}")
+                await sub.conn.close()
+
+            asyncio.run(seed())
+            asyncio.run(measure(_tokens(env, players)))
+            with connect(env) as pg, redis_client(env) as r:
+                machine = machine_info(pg, r)
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 15)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+    table = render(steps)
+    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{table}\n", flush=True)
+    path = write_json(
+        "websockets",
+        utc_stamp(started),
+        {
+            "benchmark": "websockets",
+            "started_at": started.isoformat(),
+            "command": command_line(),
+            "machine": machine,
+            "code": code.info,
+            "config": vars(args),
+            "steps": steps,
+        },
+    )
+    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.websockets", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=lambda t: [int(x) for x in t.split(",")], default=[250, 1000, 2000])
+    parser.add_argument("--token-share", type=float, default=0.5, help="share of sockets with a player token")
+    parser.add_argument("--quiet", type=int, default=8, help="submissions in the quiet phase")
+    parser.add_argument("--quiet-gap", type=float, default=1.5, help="seconds between quiet submissions")
+    parser.add_argument("--busy-rate", type=float, default=20.0, help="submissions a second in the busy phase")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of the busy phase")
+    parser.add_argument("--interval", type=float, default=1.0, help="LIVE_INTERVAL_SECONDS of the servers")
+    parser.add_argument("--code", metavar="REV|DIR")
+    args = parser.parse_args(argv)
+    return run_benchmark(args, run, wait=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
