@@ -196,8 +196,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 BOARD_SYNC_GRACE_SECONDS = float(os.environ.get("BOARD_SYNC_GRACE_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {
     "boards-sync-pending": {"task": "boards.tasks.sync_pending", "schedule": 2.0},
-    # the trailing edge of live updates: changes held back by the one-per-second limit
-    "boards-live-flush": {"task": "boards.tasks.live_flush", "schedule": 0.5, "options": {"expires": 1.0}},
+    # live updates held back by the one-per-second limit: a safety net for their scheduled flush
+    "boards-live-flush": {"task": "boards.tasks.live_flush", "schedule": 1.0, "options": {"expires": 1.0}},
     "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
     # a run still queued when the next one is due is dropped (expires): slow runs never pile up
     "boards-refresh-rolling": {"task": "boards.tasks.refresh_rolling", "schedule": 60.0, "options": {"expires": 55}},
