@@ -348,3 +348,42 @@ async def test_a_void_sends_the_top_without_the_voided_score(ranked: SignedClien
     top, _ = await until(comm, lambda m: is_top(m) and "p6" not in players(m))
     assert players(top) == ["p1", "p3", "p2", "p4", "p5"]
     await comm.disconnect()
+
+
+# --- what a player is told, as a function of two snapshots ----------------------------------
+
+
+def standing(position: int, score: int, player: str = "x") -> live.Standing:
+    return live.Standing(position=position, rank=position + 1, score=score, player=player, display_name=player.upper())
+
+
+def told(before: dict | None, after: dict, friends: set[int] = frozenset({2, 3})) -> list[dict]:
+    return [json.loads(t) for t in live.player_messages(1, set(friends), before, after)]
+
+
+def test_the_first_snapshot_tells_the_rank_even_without_a_score() -> None:
+    assert told(None, {}) == [{"type": "rank", "rank": None, "score": None}]
+    assert told(None, {1: standing(0, 5)}) == [{"type": "rank", "rank": 1, "score": 5}]
+
+
+def test_nothing_is_told_when_rank_and_score_stay() -> None:
+    me = {1: standing(3, 50), 2: standing(0, 90)}
+    assert told(me, dict(me)) == []
+    assert told({}, {}) == []
+
+
+def test_a_friend_from_behind_or_from_nowhere_passes_but_one_already_ahead_does_not() -> None:
+    before = {1: standing(3, 50), 2: standing(5, 10), 4: standing(9, 1)}
+    after = {1: standing(5, 50), 2: standing(1, 99, "b"), 3: standing(2, 70, "c"), 4: standing(0, 100)}
+    messages = told(before, after)
+    assert messages[0] == {"type": "rank", "rank": 6, "score": 50}
+    # player 4 is not a friend; friends are told the furthest ahead last
+    assert messages[1:] == [
+        {"type": "passed", "by": {"player": "c", "display_name": "C"}, "rank": 6},
+        {"type": "passed", "by": {"player": "b", "display_name": "B"}, "rank": 6},
+    ]
+    assert told({1: standing(3, 50), 2: standing(1, 60)}, {1: standing(3, 50), 2: standing(0, 70)}) == []
+
+
+def test_nobody_passes_a_player_who_has_no_score() -> None:
+    assert told({2: standing(5, 10)}, {2: standing(0, 99)}) == []
