@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from django.core.cache import cache
+from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
@@ -15,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from boards import histogram, selectors
-from boards.throttles import AddressReadThrottle, PlayerReadThrottle
+from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import ErrorBodySerializer, NotFound
 from scores import windows
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
@@ -93,6 +95,33 @@ class FriendsOutSerializer(serializers.Serializer):
     degraded = serializers.BooleanField(required=False)
 
 
+# The hot reads build their bodies as plain dicts: the output serializers below document the
+# shape (OpenAPI) and cost more than the rest of a cached read to run. The contract tests pin
+# the bodies.
+
+
+def _entry(e: selectors.Entry) -> dict[str, Any]:
+    return {
+        "rank": e.rank,
+        "player": e.external_id,
+        "display_name": e.display_name,
+        "score": e.value,
+        "metadata": e.metadata,
+    }
+
+
+def _friend_entry(f: selectors.FriendEntry) -> dict[str, Any]:
+    e = f.entry
+    return {
+        "rank": f.rank,
+        "board_rank": f.board_rank,
+        "player": e.external_id,
+        "display_name": e.display_name,
+        "score": e.value,
+        "metadata": e.metadata,
+    }
+
+
 def _board(game: str, board: str) -> BoardConfig:
     found = cached_board(game, board)
     if found is None:
@@ -117,7 +146,37 @@ def _window(board: BoardConfig, spec: str, region: str | None = None) -> str:
     return windows.in_region(region, window) if region else window
 
 
+_INT_PARAMS = {"limit": (1, 100), "offset": (0, 10_000), "around": (0, 50)}
+_DEFAULTS = {
+    "TopQuerySerializer": {"window": "all", "limit": 10, "offset": 0},
+    "PlayerQuerySerializer": {"window": "all", "around": 2},
+    "WindowQuerySerializer": {"window": "all"},
+}
+
+
 def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    """The validated query. Plain parameters are read directly; anything unusual (a bad
+    number, an empty or repeated parameter) goes through the serializer, which words the 400."""
+    params = request._request.GET
+    out = dict(_DEFAULTS[serializer_class.__name__])
+    fast = True
+    for name, values in params.lists():
+        if name not in out and name != "region":
+            continue  # ignored, as the serializer ignores unknown parameters
+        if len(values) != 1 or not values[0] or values[0] != values[0].strip():
+            fast = False
+            break
+        value = values[0]
+        if name in _INT_PARAMS:
+            lo, hi = _INT_PARAMS[name]
+            if not value.isascii() or not value.isdigit() or not lo <= int(value) <= hi:
+                fast = False
+                break
+            out[name] = int(value)
+        else:
+            out[name] = value
+    if fast:
+        return out
     query = serializer_class(data=request.query_params)
     query.is_valid(raise_exception=True)
     return query.validated_data
@@ -132,29 +191,48 @@ WINDOW_PARAM = OpenApiParameter(
 NOT_FOUND = OpenApiResponse(ErrorBodySerializer, description="unknown game, board, player or window")
 
 
+def _json(body: dict[str, Any]) -> bytes:
+    """The body as DRF's JSONRenderer writes it (compact, UTF-8, U+2028/9 escaped)."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()
+
+
 class TopApi(APIView):
     """Public. A computed page is reused for one second from when it was computed, from this
-    process's memory or the shared cache, so identical reads cost Redis one query a second."""
+    process's memory or (for pages near the top) the shared cache, so identical reads cost
+    Redis one query a second. Pages are kept as encoded JSON."""
 
-    _local: dict[str, tuple[float, dict[str, Any]]] = {}
-    _LOCAL_MAX = 10_000  # distinct pages kept in memory before the dict is emptied
+    _local: dict[str, tuple[float, bytes]] = {}
+    _LOCAL_MAX = 1000  # pages kept in memory (at most ~20 kB each); the oldest go first
+    SHARED_MAX_OFFSET = 1000  # deeper pages are rarely read twice in a second: not worth a SET
 
     @classmethod
-    def _cached(cls, key: str) -> dict[str, Any] | None:
-        for source in (cls._local.get, cache.get):
-            hit = source(key)
-            if hit is not None and time.time() - hit[0] < TOP_CACHE_SECONDS:
-                cls._local[key] = hit
+    def _cached(cls, key: str, shared: bool) -> bytes | None:
+        now = time.time()
+        hit = cls._local.get(key)
+        if hit is not None and now - hit[0] < TOP_CACHE_SECONDS:
+            return hit[1]
+        if shared:
+            hit = cache.get(key)
+            if hit is not None and now - hit[0] < TOP_CACHE_SECONDS:
+                cls._keep(key, hit)
                 return hit[1]
         return None
 
     @classmethod
-    def _remember(cls, key: str, body: dict[str, Any]) -> None:
-        if len(cls._local) >= cls._LOCAL_MAX:
-            cls._local.clear()
+    def _keep(cls, key: str, hit: tuple[float, bytes]) -> None:
+        local = cls._local
+        local.pop(key, None)
+        while len(local) >= cls._LOCAL_MAX:
+            del local[next(iter(local))]  # dicts keep insertion order: the oldest page
+        local[key] = hit
+
+    @classmethod
+    def _remember(cls, key: str, body: bytes, shared: bool) -> None:
         hit = (time.time(), body)
-        cls._local[key] = hit
-        cache.set(key, hit, TOP_CACHE_SECONDS)
+        cls._keep(key, hit)
+        if shared:
+            cache.set(key, hit, TOP_CACHE_SECONDS)
 
     @extend_schema(
         operation_id="boards_top",
@@ -167,17 +245,23 @@ class TopApi(APIView):
         q = _query(TopQuerySerializer, request)
         window = _window(cfg, q["window"], q.get("region"))
         key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
-        body = self._cached(key)
-        if body is None:
+        shared = q["offset"] < self.SHARED_MAX_OFFSET
+        content = self._cached(key, shared)
+        if content is None:
             page = selectors.board_top(cfg, window, q["offset"], q["limit"])
-            body = TopOutSerializer(
-                {"game": game, "board": board, "window": window, "total": page.total, "entries": page.entries}
-            ).data
+            body = {
+                "game": game,
+                "board": board,
+                "window": window,
+                "total": page.total,
+                "entries": [_entry(e) for e in page.entries],
+            }
             if page.degraded:
                 body["degraded"] = True
-            else:
-                self._remember(key, body)
-        response = Response(body)
+            content = _json(body)
+            if not page.degraded:
+                self._remember(key, content, shared)
+        response = HttpResponse(content, content_type="application/json")
         response["Cache-Control"] = "public, max-age=1"
         return response
 
@@ -187,7 +271,7 @@ class PlayerReadApi(APIView):
     the player's friends."""
 
     authentication_classes = [ServerKeyAuthentication, PlayerTokenAuthentication, SessionAuthentication]
-    throttle_classes = [PlayerReadThrottle, AddressReadThrottle]
+    throttle_classes = [PlayerReadThrottle]
 
     def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
         if request.user is None or not request.user.is_authenticated:
@@ -238,21 +322,19 @@ class PlayerStandingApi(PlayerReadApi):
         pk = self.player_pk(request, cfg, player)
         standing = selectors.player_standing(cfg, window, pk, q["around"])
         me = standing.me
-        body = PlayerOutSerializer(
-            {
-                "game": game,
-                "board": board,
-                "window": window,
-                "player": player,
-                "display_name": me.display_name if me else None,
-                "rank": me.rank if me else None,
-                "score": me.value if me else None,
-                "total": standing.total,
-                "percentile": standing.percentile,
-                "metadata": me.metadata if me else None,
-                "around": standing.around,
-            }
-        ).data
+        body = {
+            "game": game,
+            "board": board,
+            "window": window,
+            "player": player,
+            "display_name": me.display_name if me else None,
+            "rank": me.rank if me else None,
+            "score": me.value if me else None,
+            "total": standing.total,
+            "percentile": standing.percentile,
+            "metadata": me.metadata if me else None,
+            "around": [_entry(e) for e in standing.around],
+        }
         if standing.degraded:
             body["degraded"] = True
         return Response(body)
@@ -277,9 +359,13 @@ class FriendsBoardApi(PlayerReadApi):
         window = _window(cfg, q["window"], q.get("region"))
         pk = self.player_pk(request, cfg, player)
         friends = selectors.friends_board(cfg, window, pk)
-        body = FriendsOutSerializer(
-            {"game": game, "board": board, "window": window, "player": player, "entries": friends.entries}
-        ).data
+        body = {
+            "game": game,
+            "board": board,
+            "window": window,
+            "player": player,
+            "entries": [_friend_entry(f) for f in friends.entries],
+        }
         if friends.degraded:
             body["degraded"] = True
         return Response(body)

@@ -7,6 +7,8 @@ lb:meta:built                   set once the index has been built from Postgres;
                                 after a Redis restart (Redis keeps nothing on disk) triggers a rebuild
 lb:hist:{board_id}:{window}     hash: the score histogram of a board window (boards/histogram.py);
                                 outside lb:{board_id}:* so rebuilds never touch it
+lb:throttle:{scope}:{ident}:{n} integer: requests of one client in the n-th fixed window of a rate
+                                limit (boards/throttles.py); expires with the window
 lb:live:watched                 sorted set: "{board_id}|{window}" -> until when (ms) some websocket
                                 process watches it (boards/live.py, refreshed by the processes)
 lb:live:due                     sorted set: "{board_id}|{window}" -> earliest next live publish (ms)
@@ -64,3 +66,7 @@ def live_dirty() -> str:
 
 def live_last_top(board_id: int, window: str) -> str:
     return f"lb:live:top:{board_id}:{window}"
+
+
+def throttle_key(scope: str, ident: str, window: int) -> str:
+    return f"lb:throttle:{scope}:{ident}:{window}"

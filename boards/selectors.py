@@ -12,6 +12,7 @@ say so (`degraded`)."""
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +25,23 @@ from scores import encoding, selectors
 from scores.selectors import BoardConfig, DurableSlice, Profile
 
 GROUP_CAP = 10_000  # members fetched per group of identical scores (see docs/reads.md)
-PROFILE_TTL = 300  # seconds a display name may lag behind a change
+PROFILE_TTL = 270  # seconds a profile stays in the shared cache
+LOCAL_PROFILE_TTL = 30  # ...and then in a process: a display name may lag a change by both, 5 minutes
+LOCAL_PROFILES_MAX = 50_000  # profiles a process keeps (a few hundred bytes each)
+LOCAL_PLAYER_IDS_MAX = 100_000
 PLAYER_ID_TTL = 24 * 3600
 FRIENDS_TTL = 60
+
+# Per-process caches in front of the shared one: a hot player's rank read then needs no cache
+# round trip at all. Bounded; emptied whole when full (cheaper than LRU bookkeeping per read).
+_local_player_ids: dict[tuple[int, str], int] = {}
+_local_profiles: dict[str, tuple[float, Profile]] = {}
+
+
+def local_caches_clear() -> None:
+    """Forget what this process cached (tests that reuse primary keys call it)."""
+    _local_player_ids.clear()
+    _local_profiles.clear()
 
 
 @dataclass(frozen=True)
@@ -82,12 +97,19 @@ class _Slice:
 
 def player_pk(game_id: int, external_id: str) -> int | None:
     """A player's primary key (immutable once created, so cached long)."""
+    pk = _local_player_ids.get((game_id, external_id))
+    if pk is not None:
+        return pk
     key = f"pid:{game_id}:{external_id}"
     pk = cache.get(key)
     if pk is None:
         pk = selectors.player_pk(game_id, external_id)
         if pk is not None:
             cache.set(key, pk, PLAYER_ID_TTL)
+    if pk is not None:
+        if len(_local_player_ids) >= LOCAL_PLAYER_IDS_MAX:
+            _local_player_ids.clear()
+        _local_player_ids[(game_id, external_id)] = pk
     return pk
 
 
@@ -109,8 +131,24 @@ def _profiles(board: BoardConfig, window: str, members: dict[int, int]) -> dict[
 
     Cache keys include the encoded score, so a new value (with new metadata) is a new key."""
     cache_keys = {pk: f"pv:{board.id}:{window}:{pk}:{encoded}" for pk, encoded in members.items()}
-    cached = cache.get_many(list(cache_keys.values()))
-    found = {pk: cached[k] for pk, k in cache_keys.items() if k in cached}
+    now = time.monotonic()
+    found: dict[int, Profile] = {}
+    remote: dict[int, str] = {}
+    for pk, k in cache_keys.items():
+        hit = _local_profiles.get(k)
+        if hit is not None and now - hit[0] < LOCAL_PROFILE_TTL:
+            found[pk] = hit[1]
+        else:
+            remote[pk] = k
+    if not remote:
+        return found
+    cached = cache.get_many(list(remote.values()))
+    if len(_local_profiles) + len(remote) > LOCAL_PROFILES_MAX:
+        _local_profiles.clear()
+    for pk, k in remote.items():
+        if k in cached:
+            found[pk] = cached[k]
+            _local_profiles[k] = (now, cached[k])
     missing = [pk for pk in members if pk not in found]
     if missing:
         loaded = selectors.profiles(board.id, window, missing)
@@ -119,6 +157,8 @@ def _profiles(board: BoardConfig, window: str, members: dict[int, int]) -> dict[
         # rolling windows have no value row (encoded None) and are cached as they are
         fresh = {cache_keys[pk]: p for pk, p in loaded.items() if p.encoded in (members[pk], None)}
         cache.set_many(fresh, timeout=PROFILE_TTL)
+        for k, p in fresh.items():
+            _local_profiles[k] = (now, p)
     return found
 
 
@@ -165,7 +205,7 @@ def _page_script(board: BoardConfig, window: str, *args: Any) -> list[Any]:
     r = get_redis()
     return script("page")(
         keys=[keys.board_key(board.id, window)],
-        args=[*args, encoding.TIME_SPAN, GROUP_CAP],
+        args=[*args, encoding.TIME_SPAN, GROUP_CAP, "1" if board.rank_display == "shared" else "0"],
         client=r,
     )
 
@@ -219,8 +259,11 @@ class FriendsBoard:
 def _friends_from_redis(
     board: BoardConfig, window: str, members: list[int]
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
+    shared = "1" if board.rank_display == "shared" else "0"
     reply = script("friends")(
-        keys=[keys.board_key(board.id, window)], args=[encoding.TIME_SPAN, GROUP_CAP, *members], client=get_redis()
+        keys=[keys.board_key(board.id, window)],
+        args=[encoding.TIME_SPAN, GROUP_CAP, shared, *members],
+        client=get_redis(),
     )
     found: dict[int, tuple[int, int, int, list[int]]] = {}
     for i in range(0, len(reply), 5):

@@ -1,45 +1,90 @@
-"""Rate limits for player reads (DRF throttling on the shared cache): 429 with Retry-After.
+"""Rate limits for player reads: 429 with Retry-After.
 
-Game servers (signed requests) and staff are not limited: they read on behalf of many
-players from one address."""
+Fixed windows counted in Redis: one pipelined round trip of INCR + EXPIRE per limit, both
+limits (per player token or signed-in user, per client address) in the same round trip.
+DRF's SimpleRateThrottle kept a list of timestamps per client in the cache (two cache round
+trips and a pickle per limit), which cost more than the read it guarded. A fixed window lets
+a client send up to twice the rate across a window boundary; for a limit meant to stop abuse,
+not to meter, that is fine.
+
+Game servers (signed requests) and staff are not limited: they read on behalf of many players
+from one address. With Redis unreachable, requests are let through (the read itself degrades
+to Postgres), as the cache-based throttle did."""
 
 from __future__ import annotations
 
-from rest_framework.request import Request
-from rest_framework.throttling import SimpleRateThrottle
+import math
+import time
+from functools import lru_cache
 
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from boards import keys
+from boards.redis import REDIS_DOWN, get_redis
 from scores.auth import PlayerPrincipal, ServerPrincipal
 
-
-def _exempt(request: Request) -> bool:
-    user = request.user
-    return isinstance(user, ServerPrincipal) or bool(getattr(user, "is_staff", False))
+DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class PlayerReadThrottle(SimpleRateThrottle):
-    """Per player token (or signed-in user)."""
+@lru_cache(maxsize=32)
+def parse_rate(rate: str) -> tuple[int, int]:
+    """'120/min' -> (120 requests, 60 seconds), as DRF writes rates."""
+    count, period = rate.split("/")
+    return int(count), DURATIONS[period.strip()[0]]
 
-    scope = "player_reads"
 
-    def get_cache_key(self, request: Request, view: object) -> str | None:
-        if _exempt(request):
-            return None
+def _rate(scope: str) -> tuple[int, int] | None:
+    rate = settings.REST_FRAMEWORK.get("DEFAULT_THROTTLE_RATES", {}).get(scope)
+    return parse_rate(rate) if rate else None
+
+
+class PlayerReadThrottle(BaseThrottle):
+    """`player_reads` per player token (or signed-in user) and `address_reads` per client
+    address (REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]), in one Redis round trip."""
+
+    def __init__(self) -> None:
+        self.retry_after: int | None = None
+
+    def limits(self, request: Request) -> list[tuple[str, str, int, int]]:
+        """(scope, ident, requests, seconds) of every limit that applies to this request."""
         user = request.user
+        if isinstance(user, ServerPrincipal) or getattr(user, "is_staff", False):
+            return []
+        out = []
         if isinstance(user, PlayerPrincipal):
             ident = f"p{user.player_pk}"
         elif user is not None and getattr(user, "is_authenticated", False):
             ident = f"u{user.pk}"
         else:
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+            ident = None
+        if ident is not None and (rate := _rate("player_reads")):
+            out.append(("player_reads", ident, *rate))
+        if rate := _rate("address_reads"):
+            out.append(("address_reads", self.get_ident(request), *rate))
+        return out
 
+    def allow_request(self, request: Request, view: object) -> bool:
+        limits = self.limits(request)
+        if not limits:
+            return True
+        now = time.time()
+        pipe = get_redis().pipeline(transaction=False)
+        for scope, ident, _, seconds in limits:
+            window = int(now // seconds)
+            key = keys.throttle_key(scope, ident, window)
+            pipe.incr(key)
+            pipe.expire(key, seconds + 1)
+        try:
+            replies = pipe.execute()
+        except REDIS_DOWN:
+            return True
+        for i, (_, _, allowed, seconds) in enumerate(limits):
+            if replies[2 * i] > allowed:
+                self.retry_after = max(1, math.ceil(seconds - now % seconds))
+                return False
+        return True
 
-class AddressReadThrottle(SimpleRateThrottle):
-    """Per client address, whoever it claims to be."""
-
-    scope = "address_reads"
-
-    def get_cache_key(self, request: Request, view: object) -> str | None:
-        if _exempt(request):
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+    def wait(self) -> float | None:
+        return self.retry_after

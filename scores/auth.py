@@ -8,12 +8,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 from django.core import signing
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
@@ -64,6 +68,48 @@ def _signed_path(request: Request) -> str:
     return raw if raw else request._request.get_full_path()
 
 
+# --- server keys, cached per process -------------------------------------------------------
+#
+# Looking a key up in Postgres cost as much as the rest of a signed read. Each process keeps
+# the keys it has seen, each with the "generation" that was current in the shared cache when it
+# was read from Postgres. Any change to a key (revocation, new scopes) sets a new generation
+# after its transaction commits, so the next request in every process reads the key again:
+# a revoked key is refused at once, for one cache GET per request instead of a query.
+# The TTL bounds how long a change made while Redis was unreachable can go unnoticed.
+
+KEY_CACHE_TTL = 60.0
+KEY_CACHE_MAX = 1000
+_GENERATION_KEY = "server-keys:generation"
+_keys: dict[str, tuple[float, str, ServerKey | None]] = {}
+
+
+def server_key_get(key_id: str) -> ServerKey | None:
+    """The key (with its game) as Postgres has it now, or None if there is no such key."""
+    # No generation yet (no key changed since Redis started), or Redis unreachable: "0". A
+    # change then sets a random one; a Redis restart drops it back to "0", which differs too.
+    generation = cache.get(_GENERATION_KEY) or "0"
+    hit = _keys.get(key_id)
+    now = time.monotonic()
+    if hit is not None and hit[1] == generation and now - hit[0] < KEY_CACHE_TTL:
+        return hit[2]
+    key = ServerKey.objects.select_related("game").filter(key_id=key_id).first()
+    if len(_keys) >= KEY_CACHE_MAX:
+        _keys.clear()
+    _keys[key_id] = (now, generation, key)
+    return key
+
+
+def server_keys_changed(created: bool = False, **kwargs: object) -> None:
+    """Make every process read server keys from Postgres again, once the change is committed.
+    A new key needs nothing: its random id cannot have been cached as unknown."""
+    if not created:
+        transaction.on_commit(lambda: cache.set(_GENERATION_KEY, secrets.token_hex(8), timeout=None))
+
+
+post_save.connect(server_keys_changed, sender=ServerKey, dispatch_uid="server-keys-changed-save")
+post_delete.connect(server_keys_changed, sender=ServerKey, dispatch_uid="server-keys-changed-delete")
+
+
 class ServerKeyAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[ServerPrincipal, ServerKey] | None:
         key_id = request.META.get("HTTP_X_KEY_ID")
@@ -77,7 +123,7 @@ class ServerKeyAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 f"signature timestamp is more than {settings.SIGNATURE_MAX_SKEW_SECONDS} s away from server time"
             )
-        key = ServerKey.objects.select_related("game").filter(key_id=key_id).first()
+        key = server_key_get(key_id)
         if key is None:
             raise exceptions.AuthenticationFailed("unknown key id")
         secret = server_key_secret(key.key_id, key.salt)

@@ -30,7 +30,7 @@ from django.utils import timezone
 from anticheat import checks
 from leaderboard_project.errors import ApiError, Conflict
 from scores import encoding
-from scores.auth import make_player_token, server_key_secret
+from scores.auth import make_player_token, server_key_secret, server_keys_changed
 from scores.config import ConfigError, GameSpec
 from scores.models import (
     Board,
@@ -797,6 +797,7 @@ def server_key_revoke(*, key: ServerKey) -> ServerKey:
     if key.revoked_at is None:
         ServerKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
         key.refresh_from_db(fields=["revoked_at"])
+        server_keys_changed()  # processes caching keys read it again once this commits
     return key
 
 

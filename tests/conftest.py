@@ -9,6 +9,7 @@ from django.test import Client
 
 from boards.api import TopApi
 from boards.redis import get_redis
+from boards.selectors import local_caches_clear
 from scores.auth import sign
 from scores.selectors import config_cache_clear
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
@@ -21,6 +22,7 @@ def redis_clean() -> Iterator[None]:
     assert r.connection_pool.connection_kwargs.get("db", 0) != 0 or r.dbsize() == 0, "refusing to flush Redis db 0"
     r.flushdb()
     TopApi._local.clear()
+    local_caches_clear()
     config_cache_clear()
     yield
 
@@ -79,6 +81,7 @@ def reset_results() -> None:
         )
     get_redis().flushdb()
     TopApi._local.clear()
+    local_caches_clear()
     config_cache_clear()
 
 

@@ -7,20 +7,23 @@ ARGV[1]  mode: "range" (ARGV[2], ARGV[3] = first and last 0-based position, incl
                "member" (ARGV[2] = member, ARGV[3] = how many neighbours on each side)
 ARGV[4]  2^TIME_BITS as a decimal string (the value part of a score is floor(score / ARGV[4]))
 ARGV[5]  maximum members returned per group of identical scores at the page's edges
+ARGV[6]  "1" on a board with shared ranks: count `better` for every value on the page;
+         otherwise only for the member's own value (its percentile needs it)
 
 Returns {total, above_first, page, edges, better, my_score}
   total        ZCARD
   above_first  members with a strictly greater score than the page's first entry
   page         flat {member, score, ...} in Redis order
   edges        flat {member, score, ...}: whole groups of identical scores at both edges
-  better       flat {value_part, count, ...}: for each distinct value on the page (and the
-               member's own), how many members have a strictly better value
+  better       flat {value_part, count, ...}: for each distinct value on the page (shared
+               boards only) and the member's own, how many members have a strictly better value
   my_score     the member's score (mode "member"), false if it is not on the board
 Scores travel as the strings Redis gives, never through Lua's number formatting.
 ]]
 local key = KEYS[1]
 local span = tonumber(ARGV[4])
 local group_cap = tonumber(ARGV[5])
+local shared = ARGV[6] == '1'
 local total = redis.call('ZCARD', key)
 local lo, hi
 local my_score = false
@@ -70,7 +73,9 @@ local function count_better(score)
     better[#better + 1] = redis.call('ZCOUNT', key, threshold, '+inf')
   end
 end
-for i = 2, #page, 2 do count_better(page[i]) end
+if shared then
+  for i = 2, #page, 2 do count_better(page[i]) end
+end
 if my_score then count_better(my_score) end
 
 return {total, above_first, page, edges, better, my_score}
