@@ -73,7 +73,8 @@ class SubmissionRate(models.Model):
     """Matches per player in the current rate window (the max_matches_per_minute rule).
     A fixed window that opens at the first submission after the previous one expired."""
 
-    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="+")
+    # db_index=False: the unique (game, player) index already leads with game
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="+", db_index=False)
     player = models.CharField(max_length=64)  # the external id: the player may not exist yet
     window_start = models.DateTimeField()
     count = models.PositiveIntegerField()

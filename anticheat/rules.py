@@ -21,7 +21,7 @@ from django.db import connection
 
 from anticheat.models import BoardStats
 from anticheat.thresholds import Thresholds, thresholds_for
-from scores import encoding
+from scores import encoding, pgarrays
 from scores.models import ServerKey
 from scores.selectors import BoardConfig, GameConfig
 
@@ -50,9 +50,14 @@ class Context:
     server_key: ServerKey | None
     now: datetime
     matches: dict[int, MatchLike]  # request index -> match
+    _thresholds: dict[str, Thresholds] = field(default_factory=dict, repr=False)
 
     def thresholds(self, board_slug: str) -> Thresholds:
-        return thresholds_for(self.config.boards[board_slug].anticheat)
+        # asked per result and rule: build each board's thresholds once per request
+        found = self._thresholds.get(board_slug)
+        if found is None:
+            found = self._thresholds[board_slug] = thresholds_for(self.config.boards[board_slug].anticheat)
+        return found
 
     def board(self, slug: str) -> BoardConfig:
         return self.config.boards[slug]
@@ -134,7 +139,12 @@ class MaxRateRule:
         with connection.cursor() as cur:
             cur.execute(
                 _RATE_UPSERT,
-                {"game": ctx.config.game.id, "now": ctx.now, "p": players, "c": [len(per_player[p]) for p in players]},
+                {
+                    "game": ctx.config.game.id,
+                    "now": ctx.now,
+                    "p": pgarrays.texts(players),
+                    "c": pgarrays.ints(len(per_player[p]) for p in players),
+                },
             )
             totals = dict(cur.fetchall())
         out: dict[int, Verdict] = {}
@@ -181,7 +191,12 @@ class PlayerHistoryRule:
                 JOIN scores_player p ON p.game_id = %s AND p.external_id = u.p
                 JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = 'all' AND pv.player_id = p.id
                 """,
-                [encoding.TIME_BITS, [b for b, _ in wanted], [p for _, p in wanted], ctx.config.game.id],
+                [
+                    encoding.TIME_BITS,
+                    pgarrays.ints(b for b, _ in wanted),
+                    pgarrays.texts(p for _, p in wanted),
+                    ctx.config.game.id,
+                ],
             )
             known = {(b, p): part for b, p, part in cur.fetchall()}
         out: dict[int, Verdict] = {}

@@ -9,7 +9,7 @@ import logging
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from boards import keys
 from boards.redis import REDIS_DOWN, get_redis
+from scores import pgarrays
 from scores.models import Board, BoardOutbox
 from scores.selectors import window_expiry
 from scores.windows import ROLLING_WINDOWS
@@ -106,9 +107,19 @@ def _current_values(refs: set[tuple[int, str, int]], lock: bool = False) -> list
             JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = u.w AND pv.player_id = u.p
             """
             + (' ORDER BY pv.board_id, pv."window", pv.player_id FOR SHARE OF pv' if lock else ""),
-            [list(b), list(w), list(p)],
+            [pgarrays.ints(b), pgarrays.texts(w), pgarrays.ints(p)],
         )
         return cur.fetchall()
+
+
+def outbox_refs(entries: list[list]) -> Iterator[tuple[int, str, int]]:
+    """(board_id, window, player_id) of an outbox row's entries, grouped or (older rows) not."""
+    for board_id, window, players in entries:
+        if isinstance(players, list):
+            for player_id in players:
+                yield board_id, window, player_id
+        else:
+            yield board_id, window, players
 
 
 def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> int:
@@ -134,8 +145,8 @@ def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> in
             ids = [row.id for row in rows]
             applied = r.smismember(keys.outbox_applied(), ids)
             missed = [row for row, done in zip(rows, applied, strict=True) if not done or row.rewrite]
-            rewrites = {(b, w, p) for row in missed if row.rewrite for b, w, p in row.entries}
-            refs = {(b, w, p) for row in missed if not row.rewrite for b, w, p in row.entries} - rewrites
+            rewrites = {ref for row in missed if row.rewrite for ref in outbox_refs(row.entries)}
+            refs = {ref for row in missed if not row.rewrite for ref in outbox_refs(row.entries)} - rewrites
             values_write(_current_values(refs))
             values_rewrite(rewrites)
             BoardOutbox.objects.filter(id__in=ids).delete()

@@ -100,7 +100,8 @@ class Player(models.Model):
     (game_id, lower(display_name) text_pattern_ops), made in migration 0009 with SQL (Django
     cannot spell an operator class on an expression next to a plain column)."""
 
-    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="players")
+    # db_index=False: the unique (game, external_id) index already leads with game
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="players", db_index=False)
     external_id = models.CharField(max_length=64)
     display_name = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -136,7 +137,8 @@ class Match(models.Model):
         HELD = "held"
         VOIDED = "voided"
 
-    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="matches")
+    # db_index=False: the unique (game, match_id) index already leads with game
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="matches", db_index=False)
     match_id = models.CharField(max_length=128)
     ended_at = models.DateTimeField()
     # sha256 of the canonical match body: the same match_id with another body is a conflict.
@@ -172,12 +174,20 @@ class PlayerValue(models.Model):
     """A player's value on one board in one explicit window ("all", "daily:2026-11-29"...).
 
     `encoded` is the sorted-set score (value and tie-break in one integer below 2**53); the
-    ingest path upserts it with GREATEST, so a late or repeated result cannot lower it."""
+    ingest path upserts it with GREATEST, so a late or repeated result cannot lower it.
+
+    A value is derived from the player's results (values_recompute rebuilds it from them), so
+    its references are not checked by Postgres (db_constraint=False): ingest writes five of
+    these rows per result, and the deferred foreign-key checks cost a fifth of the database's
+    time per batch (docs/BENCHMARKS.md). The ids come from rows the same transaction wrote or
+    read, and deleting a board or player still cascades here through the ORM."""
 
     # db_index=False: the unique (board, window, player) index already leads with board
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="values", db_index=False)
+    board = models.ForeignKey(
+        Board, on_delete=models.CASCADE, related_name="values", db_index=False, db_constraint=False
+    )
     window = models.CharField(max_length=80)
-    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="values")
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="values", db_constraint=False)
     value = models.BigIntegerField()
     reached_at = models.DateTimeField()
     encoded = models.BigIntegerField()
@@ -205,14 +215,17 @@ class BoardOutbox(models.Model):
     has the values, and a periodic job replays whatever is left (Redis down, a crash)."""
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    # [[board_id, window, player_id], ...]
+    # [[board_id, window, [player_id, ...]], ...]: one item per board window (a 1000-result
+    # batch writes 5 items, not 5000). Rows written before that hold [board_id, window,
+    # player_id] items; boards.services.outbox_refs() reads both.
     entries = models.JSONField()
     # a moderation rewrite (void, hold): replayed with absolute writes, not ZADD GT, so it can
     # lower or remove entries; the drain replays it even when the fast path applied it
     rewrite = models.BooleanField(default=False)
 
     def __str__(self) -> str:
-        return f"outbox {self.pk} ({len(self.entries)} values)"
+        count = sum(len(e[2]) if isinstance(e[2], list) else 1 for e in self.entries)
+        return f"outbox {self.pk} ({count} values)"
 
 
 class Friendship(models.Model):

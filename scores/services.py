@@ -17,7 +17,7 @@ import hashlib
 import json
 import secrets
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from anticheat import checks
 from leaderboard_project.errors import ApiError, Conflict
-from scores import encoding
+from scores import encoding, pgarrays
 from scores.auth import make_player_token, server_key_secret, server_keys_changed
 from scores.config import ConfigError, GameSpec
 from scores.models import (
@@ -162,9 +162,9 @@ def _region_claims_load(config: GameConfig, matches: Sequence[MatchIn]) -> dict[
             JOIN scores_player p ON p.id = pr.player_id
             JOIN scores_region r ON r.id = pr.region_id
             LEFT JOIN scores_season s ON s.id = pr.season_id
-            WHERE p.game_id = %s AND p.external_id = ANY(%s)
+            WHERE p.game_id = %s AND p.external_id = ANY(%s::text[])
             """,
-            [config.game.id, players],
+            [config.game.id, pgarrays.texts(players)],
         )
         return {(player, season): region for player, season, region in cur.fetchall()}
 
@@ -217,11 +217,15 @@ def _region_claims_store(config: GameConfig, matches: list[tuple[int, MatchIn]],
             SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])
             ON CONFLICT (player_id, season_id) DO NOTHING
             """,
-            [[p for (p, _), _ in rows], [s for (_, s), _ in rows], [r for _, r in rows]],
+            [
+                pgarrays.ints(p for (p, _), _ in rows),
+                pgarrays.ints(s for (_, s), _ in rows),
+                pgarrays.ints(r for _, r in rows),
+            ],
         )
         cur.execute(
-            "SELECT player_id, season_id, region_id FROM scores_playerregion WHERE player_id = ANY(%s)",
-            [sorted({p for p, _ in wanted})],
+            "SELECT player_id, season_id, region_id FROM scores_playerregion WHERE player_id = ANY(%s::bigint[])",
+            [pgarrays.ints(sorted({p for p, _ in wanted}))],
         )
         stored = {(p, s): r for p, s, r in cur.fetchall()}
     if any(stored.get(key) != region for key, region in wanted.items()):
@@ -340,10 +344,10 @@ def _matches_insert(
             [
                 game.id,
                 key.id if key else None,
-                [m.match_id for _, m, _ in items],
-                [m.ended_at for _, m, _ in items],
-                [d for _, _, d in items],
-                ["held" if m.match_id in holding else "accepted" for _, m, _ in items],
+                pgarrays.texts(m.match_id for _, m, _ in items),
+                pgarrays.timestamps(m.ended_at for _, m, _ in items),
+                pgarrays.texts(d for _, _, d in items),
+                pgarrays.texts("held" if m.match_id in holding else "accepted" for _, m, _ in items),
             ],
         )
         return dict(cur.fetchall())
@@ -354,8 +358,8 @@ def _matches_existing(game: Game, match_ids: list[str]) -> dict[str, tuple[str, 
         return {}
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT match_id, body_hash, status FROM scores_match WHERE game_id = %s AND match_id = ANY(%s)",
-            [game.id, match_ids],
+            "SELECT match_id, body_hash, status FROM scores_match WHERE game_id = %s AND match_id = ANY(%s::text[])",
+            [game.id, pgarrays.texts(match_ids)],
         )
         return {mid: (digest, status) for mid, digest, status in cur.fetchall()}
 
@@ -374,10 +378,11 @@ def _players_upsert(game: Game, names: dict[str, str]) -> dict[str, int]:
             ON CONFLICT (game_id, external_id) DO UPDATE SET display_name = EXCLUDED.display_name
             WHERE EXCLUDED.display_name <> '' AND scores_player.display_name <> EXCLUDED.display_name
             """,
-            [game.id, ids, [names[p] for p in ids]],
+            [game.id, pgarrays.texts(ids), pgarrays.texts(names[p] for p in ids)],
         )
         cur.execute(
-            "SELECT external_id, id FROM scores_player WHERE game_id = %s AND external_id = ANY(%s)", [game.id, ids]
+            "SELECT external_id, id FROM scores_player WHERE game_id = %s AND external_id = ANY(%s::text[])",
+            [game.id, pgarrays.texts(ids)],
         )
         return dict(cur.fetchall())
 
@@ -401,18 +406,8 @@ def _results_store(
     player_ids = _players_upsert(config.game, _display_names(matches))
     if config.regions:
         _region_claims_store(config, matches, player_ids)
-    rows: list[tuple[int, int, int, int, str | None]] = []
-    for match_pk, match in matches:
-        for r in match.results:
-            rows.append(
-                (
-                    match_pk,
-                    player_ids[r.player],
-                    config.boards[r.board].id,
-                    r.score,
-                    json.dumps(r.metadata) if r.metadata is not None else None,
-                )
-            )
+    boards = config.boards
+    pairs = [(match_pk, r) for match_pk, match in matches for r in match.results]
     with connection.cursor() as cur:
         cur.execute(
             """
@@ -421,7 +416,13 @@ def _results_store(
             FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::text[])
                 AS u(match_id, player_id, board_id, score, metadata)
             """,
-            [list(col) for col in zip(*rows, strict=True)],
+            [
+                pgarrays.ints(pk for pk, _ in pairs),
+                pgarrays.ints(player_ids[r.player] for _, r in pairs),
+                pgarrays.ints(boards[r.board].id for _, r in pairs),
+                pgarrays.ints(r.score for _, r in pairs),
+                pgarrays.texts(None if r.metadata is None else json.dumps(r.metadata) for _, r in pairs),
+            ],
         )
     return _values_apply(config, [(pk, m) for pk, m in matches if pk not in held], player_ids, now)
 
@@ -435,7 +436,13 @@ def _values_apply(
     excepted, as for a late result). Returns, per match pk, the frozen windows it missed."""
     if not matches:
         return {}
-    counted = {(pk, r.board, r.region): _windows_of(config, match, r) for pk, match in matches for r in match.results}
+    # A batch's matches share few end instants: derive each (instant, board, region)'s windows once.
+    counted: dict[tuple[datetime, str, str | None], list[str]] = {}
+    for _, match in matches:
+        for r in match.results:
+            key = (match.ended_at, r.board, r.region)
+            if key not in counted:
+                counted[key] = _windows_of(config, match, r)
     frozen = _frozen({(config.boards[b].id, w) for (_, b, _), ws in counted.items() for w in ws}, config, now)
     missed: dict[int, list[str]] = {}
     # (board_id, window, player_id) -> aggregated value of this request
@@ -443,16 +450,26 @@ def _values_apply(
     for match_pk, match in matches:
         for r in match.results:
             board = config.boards[r.board]
-            for window in counted[(match_pk, r.board, r.region)]:
-                if (board.id, window) in frozen:
+            player = player_ids[r.player]
+            encoded = None if board.mode == Board.Mode.TOTAL else encoding.encode(board, r.score, match.ended_at)
+            for window in counted[(match.ended_at, r.board, r.region)]:
+                if frozen and (board.id, window) in frozen:
                     missed.setdefault(match_pk, []).append(window)
                 else:
-                    _merge(values, board, (board.id, window, player_ids[r.player]), r, match.ended_at)
+                    _merge(values, board, (board.id, window, player), r, match.ended_at, encoded)
     changed = _values_upsert(config, values)
     if changed:
-        outbox = BoardOutbox.objects.create(entries=[[b, w, p] for b, w, p, _ in changed])
+        outbox = BoardOutbox.objects.create(entries=outbox_entries((b, w, p) for b, w, p, _ in changed))
         transaction.on_commit(lambda: score_accepted.send(sender=BoardOutbox, outbox_id=outbox.id, entries=changed))
     return {pk: sorted(set(ws)) for pk, ws in missed.items()}
+
+
+def outbox_entries(refs: Iterable[tuple[int, str, int]]) -> list[list]:
+    """The outbox row's entries: player ids grouped per (board, window), see BoardOutbox."""
+    grouped: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for board_id, window, player_id in refs:
+        grouped[(board_id, window)].append(player_id)
+    return [[b, w, players] for (b, w), players in grouped.items()]
 
 
 def _windows_of(config: GameConfig, match: MatchIn, r: ResultIn) -> list[str]:
@@ -476,7 +493,11 @@ def _frozen(pairs: set[tuple[int, str]], config: GameConfig, now: datetime) -> s
     return frozen_windows(ended) if ended else set()
 
 
-def _merge(values: dict, board: Board, key: tuple[int, str, int], r: ResultIn, ended_at: datetime) -> None:
+def _merge(
+    values: dict, board: Board, key: tuple[int, str, int], r: ResultIn, ended_at: datetime, encoded: int | None
+) -> None:
+    """Fold one result into the request's value for a (board, window, player); `encoded` is
+    the result's own encoded score on a best board (the same in every window)."""
     current = values.get(key)
     if board.mode == Board.Mode.TOTAL:
         if current is None:
@@ -487,7 +508,6 @@ def _merge(values: dict, board: Board, key: tuple[int, str, int], r: ResultIn, e
         if ended_at >= current.latest_at:
             current.metadata, current.latest_at = r.metadata, ended_at
         return
-    encoded = encoding.encode(board, r.score, ended_at)
     if current is None or encoded > current.encoded:
         values[key] = _Value(r.score, ended_at, encoded, r.metadata, ended_at)
 
@@ -565,13 +585,15 @@ def _values_upsert(config: GameConfig, values: dict[tuple[int, str, int], _Value
             total = board.mode == Board.Mode.TOTAL
             params = {
                 "board": board_id,
-                "w": [w for w, _, _ in items],
-                "p": [p for _, p, _ in items],
-                "v": [v.value for _, _, v in items],
-                "r": [v.reached_at for _, _, v in items],
-                "e": [encoding.encode(board, v.value, v.reached_at) if total else v.encoded for _, _, v in items],
-                "m": [json.dumps(v.metadata) if v.metadata is not None else None for _, _, v in items],
-                "l": [v.latest_at for _, _, v in items],
+                "w": pgarrays.texts(w for w, _, _ in items),
+                "p": pgarrays.ints(p for _, p, _ in items),
+                "v": pgarrays.ints(v.value for _, _, v in items),
+                "r": pgarrays.timestamps(v.reached_at for _, _, v in items),
+                "e": pgarrays.ints(
+                    encoding.encode(board, v.value, v.reached_at) if total else v.encoded for _, _, v in items
+                ),
+                "m": pgarrays.texts(json.dumps(v.metadata) if v.metadata is not None else None for _, _, v in items),
+                "l": pgarrays.timestamps(v.latest_at for _, _, v in items),
             }
             if total:
                 params.update(cap=encoding.value_span(board) - 1, span=encoding.TIME_SPAN, epoch=encoding.EPOCH_UNIX)
@@ -750,7 +772,7 @@ def values_recompute(config: GameConfig, refs: set[Ref], *, reason: str) -> list
                 )
             touched.extend((board_id, w, p) for w, p in items)
     if touched:
-        outbox = BoardOutbox.objects.create(entries=[list(ref) for ref in touched], rewrite=True)
+        outbox = BoardOutbox.objects.create(entries=outbox_entries(touched), rewrite=True)
         transaction.on_commit(
             lambda: values_rewritten.send(sender=BoardOutbox, outbox_id=outbox.id, refs=touched, reason=reason)
         )
