@@ -29,7 +29,7 @@ def load_anchor_set(r: redis.Redis, members: int, seed: int = 1) -> dict[str, An
     """Fill ANCHOR_KEY with `members` members (pipelined ZADDs of ZADD_CHUNK, from this process):
     the raw load rate a rebuild is compared with, and the raw memory of such a set."""
     rng = random.Random(seed)
-    r.delete(ANCHOR_KEY)
+    r.unlink(ANCHOR_KEY)
     before = int(r.info("memory")["used_memory"])
     started = time.perf_counter()
     pipe = r.pipeline(transaction=False)

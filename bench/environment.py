@@ -251,8 +251,15 @@ def redis_client(env: BenchEnv) -> redis.Redis:
     return client
 
 
-def flush_redis(client: redis.Redis) -> None:
+def flush_redis(client: redis.Redis, wait_freed: bool = True) -> None:
+    """Empty the bench Redis db. ASYNC: a 1M-member board takes longer to free than the client's
+    socket timeout on a busy machine; Redis frees it in a background thread. With `wait_freed`,
+    returns once that is done (polled, with a deadline), so used_memory readings that follow
+    (bench.memory, the suite's bytes per member) do not count what is still being freed."""
     db = int(client.connection_pool.connection_kwargs.get("db", 0))
     if db != BENCH_REDIS_DB:
         raise BenchError(f"refusing to flush Redis db {db}: only db {BENCH_REDIS_DB} belongs to the benchmarks")
-    client.flushdb()
+    client.flushdb(asynchronous=True)
+    deadline = time.monotonic() + 120
+    while wait_freed and int(client.info("memory").get("lazyfree_pending_objects", 0)) and time.monotonic() < deadline:
+        time.sleep(0.05)
