@@ -17,9 +17,11 @@ log = logging.getLogger(__name__)
 def check_after_the_fact(sender: Any, game_id: int, match_pks: list[int], **kwargs: Any) -> None:
     if not settings.ANTICHEAT_ASYNC_CHECKS:
         return
-    from anticheat.tasks import check_matches
+    from anticheat.services import checks_enqueue
+    from anticheat.tasks import check_pending
 
     try:
-        check_matches.delay(match_pks)
+        if checks_enqueue(match_pks):
+            check_pending.delay()
     except Exception as exc:  # the broker is Redis: a submission must succeed without it
         log.warning("could not enqueue anti-cheat checks of %d match(es): %s", len(match_pks), exc)

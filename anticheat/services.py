@@ -23,6 +23,8 @@ from django.utils import timezone
 from anticheat.models import AuditEntry, BoardStats, MatchFlag
 from anticheat.rules import ASYNC_RULES, StoredResult, Verdict, recent_window
 from anticheat.thresholds import Thresholds, thresholds_for
+from boards import keys
+from boards.redis import get_redis
 from leaderboard_project.errors import Conflict, NotFound
 from scores import services as scores_services
 from scores.models import Game, Match, Player, ServerKey
@@ -297,6 +299,35 @@ def matches_check(*, match_pks: Sequence[int]) -> int:
                     held += match_hold(match=match, verdict=verdict, actor=Actor.rules(verdict.rule))
                 else:
                     match_flag(match=match, verdict=verdict, actor=Actor.rules(verdict.rule))
+    return held
+
+
+# The after-the-fact checks are queued per request as match ids on a Redis list (one small
+# round trip) rather than one Celery message per request: building and publishing a Celery
+# message cost a single-match submission more than its Redis mirror. One drain task is queued
+# at a time (a flag with an expiry, so a lost task is re-queued by a later submission).
+SCHEDULE_TTL = 30
+DRAIN_CHUNK = 500
+
+
+def checks_enqueue(match_pks: Sequence[int]) -> bool:
+    """Queue matches for the after-the-fact checks. True when the caller must queue a drain
+    task (none is queued yet). Raises if Redis is down."""
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.rpush(keys.anticheat_pending(), *match_pks)
+    pipe.set(keys.anticheat_scheduled(), 1, nx=True, ex=SCHEDULE_TTL)
+    _, scheduled = pipe.execute()
+    return bool(scheduled)
+
+
+def checks_drain() -> int:
+    """Run the after-the-fact checks on every queued match; returns how many were held. The
+    flag goes first, so a match queued while the drain runs queues the next drain itself."""
+    r = get_redis()
+    r.delete(keys.anticheat_scheduled())
+    held = 0
+    while pks := r.lpop(keys.anticheat_pending(), DRAIN_CHUNK):
+        held += matches_check(match_pks=[int(pk) for pk in pks])
     return held
 
 

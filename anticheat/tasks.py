@@ -10,6 +10,12 @@ def check_matches(match_pks: list[int]) -> int:
 
 
 @shared_task(ignore_result=True)
+def check_pending() -> int:
+    """The heavier checks on every accepted match queued since the last drain."""
+    return services.checks_drain()
+
+
+@shared_task(ignore_result=True)
 def refresh_stats() -> int:
     """Recompute the boards' recent statistics the board_top and server_outlier rules use."""
     return services.board_stats_refresh()

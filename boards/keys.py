@@ -14,6 +14,8 @@ lb:live:watched                 sorted set: "{board_id}|{window}" -> until when 
 lb:live:due                     sorted set: "{board_id}|{window}" -> earliest next live publish (ms)
 lb:live:dirty                   set: watched board windows changed since their last publish
 lb:live:top:{board_id}:{window} digest of the last top-10 message published for a board window
+lb:anticheat:pending            list: ids of accepted matches awaiting the after-the-fact checks
+lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of that list is queued
 """
 
 BOARD_PREFIX = "lb:"
@@ -50,6 +52,14 @@ def outbox_applied() -> str:
 
 def histogram_key(board_id: int, window: str) -> str:
     return f"lb:hist:{board_id}:{window}"
+
+
+def anticheat_pending() -> str:
+    return "lb:anticheat:pending"
+
+
+def anticheat_scheduled() -> str:
+    return "lb:anticheat:scheduled"
 
 
 def live_watched() -> str:

@@ -365,26 +365,40 @@ def _matches_existing(game: Game, match_ids: list[str]) -> dict[str, tuple[str, 
 
 
 def _players_upsert(game: Game, names: dict[str, str]) -> dict[str, int]:
-    """Create missing players, set new display names; return {external_id: pk}."""
+    """Create missing players, set new display names; return {external_id: pk}.
+
+    One statement: the rows it inserts or renames come from RETURNING, the others from a
+    read in the same statement (its snapshot predates the insert). A player inserted by a
+    concurrent request that committed after that snapshot is in neither: read again."""
     ids = sorted(names)
+    id_list = pgarrays.texts(ids)
     with connection.cursor() as cur:
         # Existing players are only touched when a new display name arrives.
         cur.execute(
             """
-            INSERT INTO scores_player (game_id, external_id, display_name, created_at)
-            SELECT %s, u.external_id, u.display_name, now()
-            FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(external_id, display_name, n)
-            ORDER BY u.n
-            ON CONFLICT (game_id, external_id) DO UPDATE SET display_name = EXCLUDED.display_name
-            WHERE EXCLUDED.display_name <> '' AND scores_player.display_name <> EXCLUDED.display_name
+            WITH written AS (
+                INSERT INTO scores_player (game_id, external_id, display_name, created_at)
+                SELECT %(game)s, u.external_id, u.display_name, now()
+                FROM unnest(%(ids)s::text[], %(names)s::text[]) WITH ORDINALITY AS u(external_id, display_name, n)
+                ORDER BY u.n
+                ON CONFLICT (game_id, external_id) DO UPDATE SET display_name = EXCLUDED.display_name
+                WHERE EXCLUDED.display_name <> '' AND scores_player.display_name <> EXCLUDED.display_name
+                RETURNING external_id, id
+            )
+            SELECT external_id, id FROM written
+            UNION ALL
+            SELECT external_id, id FROM scores_player WHERE game_id = %(game)s AND external_id = ANY(%(ids)s::text[])
             """,
-            [game.id, pgarrays.texts(ids), pgarrays.texts(names[p] for p in ids)],
+            {"game": game.id, "ids": id_list, "names": pgarrays.texts(names[p] for p in ids)},
         )
-        cur.execute(
-            "SELECT external_id, id FROM scores_player WHERE game_id = %s AND external_id = ANY(%s::text[])",
-            [game.id, pgarrays.texts(ids)],
-        )
-        return dict(cur.fetchall())
+        found = dict(cur.fetchall())
+        if len(found) < len(ids):
+            cur.execute(
+                "SELECT external_id, id FROM scores_player WHERE game_id = %s AND external_id = ANY(%s::text[])",
+                [game.id, id_list],
+            )
+            found = dict(cur.fetchall())
+        return found
 
 
 def _display_names(matches: list[tuple[int, MatchIn]]) -> dict[str, str]:
@@ -459,9 +473,20 @@ def _values_apply(
                     _merge(values, board, (board.id, window, player), r, match.ended_at, encoded)
     changed = _values_upsert(config, values)
     if changed:
-        outbox = BoardOutbox.objects.create(entries=outbox_entries((b, w, p) for b, w, p, _ in changed))
-        transaction.on_commit(lambda: score_accepted.send(sender=BoardOutbox, outbox_id=outbox.id, entries=changed))
+        outbox_id = _outbox_insert(outbox_entries((b, w, p) for b, w, p, _ in changed))
+        transaction.on_commit(lambda: score_accepted.send(sender=BoardOutbox, outbox_id=outbox_id, entries=changed))
     return {pk: sorted(set(ws)) for pk, ws in missed.items()}
+
+
+def _outbox_insert(entries: list[list]) -> int:
+    # what BoardOutbox.objects.create() does, without the ORM's per-call work on the hot path
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO scores_boardoutbox (created_at, entries, rewrite) VALUES (clock_timestamp(), %s::jsonb, false) "
+            "RETURNING id",
+            [json.dumps(entries, separators=(",", ":"))],
+        )
+        return cur.fetchone()[0]
 
 
 def outbox_entries(refs: Iterable[tuple[int, str, int]]) -> list[list]:

@@ -3,12 +3,15 @@ nothing voided comes back (contract section 8)."""
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import pytest
 from django.test import Client
 
 from anticheat.models import AuditEntry, MatchFlag
 from anticheat.rules import Verdict
 from anticheat.services import Actor, match_hold, matches_check, matches_void_by_server_key
+from anticheat.tasks import check_pending
 from boards import keys
 from boards.redis import get_redis
 from boards.services import boards_rebuild
@@ -177,6 +180,28 @@ def test_async_recent_history_check_holds_an_outlier(gs) -> None:
     assert Match.objects.get(match_id="g9").status == "held"
     assert top("golf") == [("a", 163)]
     assert AuditEntry.objects.get(action="hold", match_ref="g9").details["after_the_fact"] is True
+
+
+def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, settings) -> None:
+    """With async checks on, each accepted submission queues its match ids on a Redis list;
+    only the first queues a Celery drain (run here by hand, as a worker would)."""
+    settings.ANTICHEAT_ASYNC_CHECKS = True
+    queued: list[int] = []
+    with patch("anticheat.tasks.check_pending.delay", side_effect=lambda: queued.append(1)):
+        for i, score in enumerate([163, 180, 181, 182, 183]):
+            submit(gs, f"g{i}", [{"player": "a", "board": "golf", "score": score}], at=f"2026-11-28T1{i}:00:00Z")
+        submit(gs, "g9", [{"player": "a", "board": "golf", "score": 18}], at="2026-11-28T19:00:00Z")
+    assert queued == [1]
+    assert get_redis().llen(keys.anticheat_pending()) == 6
+    assert Match.objects.get(match_id="g9").status == "accepted"
+    assert check_pending() == 1
+    assert Match.objects.get(match_id="g9").status == "held"
+    assert top("golf") == [("a", 163)]
+    assert get_redis().llen(keys.anticheat_pending()) == 0
+    # the drain cleared its flag: the next submission queues a drain again
+    with patch("anticheat.tasks.check_pending.delay", side_effect=lambda: queued.append(2)):
+        submit(gs, "g10", [{"player": "b", "board": "golf", "score": 100}])
+    assert queued == [1, 2]
 
 
 def test_bulk_void_by_server_key_and_time_range(arena, gs) -> None:

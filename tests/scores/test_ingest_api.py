@@ -285,16 +285,15 @@ def test_single_submission_query_count_is_pinned(server: SignedClient, game) -> 
         better = a_match("m-counted", results=[{"player": "p42", "board": "rating", "score": 1500}])
         assert server.post(URL, better).status_code == 201
     # one transaction: which matches are stored already (anti-cheat rules judge new ones only;
-    # the game fixture's boards have every rule off), match, players (upsert, select), results,
-    # values (one board), outbox. The server key and config come from the process caches; Redis
-    # is written after commit.
+    # the game fixture's boards have every rule off), match, players (upsert and read in one
+    # statement), results, values (one board), outbox. The server key and config come from the
+    # process caches; Redis is written after commit.
     statements = [q["sql"].split()[0].upper() for q in ctx.captured_queries]
     assert statements == [
         "BEGIN",
         "SELECT",
         "INSERT",
-        "INSERT",
-        "SELECT",
+        "WITH",
         "INSERT",
         "INSERT",
         "INSERT",
