@@ -1,8 +1,10 @@
 """The server under test, run as a subprocess exactly as production would run it.
 
-`uvicorn` is what `make run` starts (ASGI: HTTP and websockets); `gunicorn` with sync workers
-is the classic WSGI deployment, measured for comparison. Each runs in its own process group,
-so stopping it also stops the workers it forked."""
+`web` is what `make run` starts: scripts/web.py, the one place defining the web tier (nginx on
+the port, HTTP to gunicorn sync workers, /ws/ to uvicorn; uvicorn alone where nginx is
+missing). `uvicorn` (Django's ASGI handler for everything) and `gunicorn` (sync workers, no
+proxy) are single servers, measured for comparison. Each runs in its own process group, so
+stopping it also stops the processes it started."""
 
 from __future__ import annotations
 
@@ -47,7 +49,13 @@ def _gunicorn(port: int, workers: int) -> list[str]:
     ]  # fmt: skip
 
 
-SERVERS: dict[str, Callable[[int, int], list[str]]] = {"uvicorn": _uvicorn, "gunicorn": _gunicorn}
+def _web(port: int, workers: int) -> list[str]:
+    """scripts/web.py of the measured tree (the ServerProcess runs in code_dir)."""
+    return [str(VENV_BIN / "python"), "-u", "scripts/web.py", "--port", str(port), "--workers", str(workers)]
+
+
+SERVERS: dict[str, Callable[[int, int], list[str]]] = {"web": _web, "uvicorn": _uvicorn, "gunicorn": _gunicorn}
+DEFAULT_SERVER = "web"  # what `make run` starts
 
 
 def free_port() -> int:

@@ -1,7 +1,7 @@
 """Rate limits for player reads: 429 with Retry-After.
 
-Fixed windows counted in Redis: one pipelined round trip of INCR + EXPIRE per limit, both
-limits (per player token or signed-in user, per client address) in the same round trip.
+Fixed windows counted in Redis: boards/lua/throttle.lua does INCR (+ EXPIRE) per limit, both
+limits (per player token or signed-in user, per client address) in one round trip.
 DRF's SimpleRateThrottle kept a list of timestamps per client in the cache (two cache round
 trips and a pickle per limit), which cost more than the read it guarded. A fixed window lets
 a client send up to twice the rate across a window boundary; for a limit meant to stop abuse,
@@ -23,6 +23,7 @@ from rest_framework.throttling import BaseThrottle
 
 from boards import keys
 from boards.redis import REDIS_DOWN, get_redis
+from boards.scripts import script
 from scores.auth import PlayerPrincipal, ServerPrincipal
 
 DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -70,20 +71,16 @@ class PlayerReadThrottle(BaseThrottle):
         if not limits:
             return True
         now = time.time()
-        pipe = get_redis().pipeline(transaction=False)
-        for scope, ident, _, seconds in limits:
-            window = int(now // seconds)
-            key = keys.throttle_key(scope, ident, window)
-            pipe.incr(key)
-            pipe.expire(key, seconds + 1)
+        counters = [keys.throttle_key(scope, ident, int(now // seconds)) for scope, ident, _, seconds in limits]
+        args = [n for _, _, allowed, seconds in limits for n in (allowed, seconds)]
         try:
-            replies = pipe.execute()
+            exceeded = int(script("throttle")(keys=counters, args=args, client=get_redis()))
         except REDIS_DOWN:
             return True
-        for i, (_, _, allowed, seconds) in enumerate(limits):
-            if replies[2 * i] > allowed:
-                self.retry_after = max(1, math.ceil(seconds - now % seconds))
-                return False
+        if exceeded:
+            seconds = limits[exceeded - 1][3]
+            self.retry_after = max(1, math.ceil(seconds - now % seconds))  # when its window ends
+            return False
         return True
 
     def wait(self) -> float | None:

@@ -161,6 +161,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "leaderboard_project.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # Proxies in front of the workers that set X-Forwarded-For: rate limits per address count the
+    # address they saw. scripts/web.py sets 1 behind its nginx; 0 (a direct client) otherwise.
+    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES", "0")),
     "DEFAULT_THROTTLE_RATES": {
         # player reads (rank, friends) per player token or signed-in user, and per client address
         "player_reads": os.environ.get("THROTTLE_PLAYER_READS", "120/min"),

@@ -2,15 +2,17 @@
 """`make run`: the whole service in the foreground, honcho-style.
 
 Finds or starts PostgreSQL and Redis (scripts/services.py), migrates, loads the demo game
-(unless ``DEMO=0``), then supervises web (uvicorn: HTTP and websockets), the Celery worker and
-beat, and the demo traffic, printing their output line by line behind a ``name |`` prefix.
+(unless ``DEMO=0``), then supervises web (scripts/web.py: nginx on PORT, HTTP to gunicorn's sync
+workers, /ws/ to uvicorn; the same command the benchmarks start), the Celery worker and beat,
+and the demo traffic, printing their output line by line behind a ``name |`` prefix.
 
 Ctrl-C, or SIGINT / SIGTERM / SIGHUP to us or to `make`, stops every child (each in its own
 process group, so workers forked by uvicorn or Celery go too) and the servers this run started. If a child exits on its own,
 everything is stopped and the exit status is non-zero.
 
-Environment: ``PORT`` (default 8000), ``DEMO`` (``0`` skips demo data and traffic), and
-``DATABASE_URL`` / ``REDIS_URL`` as scripts/services.py reads them.
+Environment: ``PORT`` (default 8000), ``DEMO`` (``0`` skips demo data and traffic),
+``WEB_WORKERS`` / ``WEB_TOPOLOGY`` (scripts/web.py), and ``DATABASE_URL`` / ``REDIS_URL`` as
+scripts/services.py reads them.
 """
 
 from __future__ import annotations
@@ -215,6 +217,11 @@ def venv_cmd(tool: str, args: str, *extra: str) -> list[str]:
     return [str(VENV_BIN / tool), *args.split(), *extra]
 
 
+def web_command(port: int) -> list[str]:
+    """The web tier (HTTP and websockets on one port): scripts/web.py decides its processes."""
+    return venv_cmd("python", "-u", str(REPO_ROOT / "scripts" / "web.py"), "--port", str(port))
+
+
 def _describe(returncode: int) -> str:
     if returncode < 0:
         return f"killed by {signal.Signals(-returncode).name}"
@@ -240,7 +247,7 @@ def _step(out: Output, env: dict[str, str], what: str, cmd: list[str]) -> None:
 def run(port: int, demo: bool, parent: ParentWatch) -> int:
     names = ["run", "web", "worker", "beat", *(["demo"] if demo else [])]
     out = Output(names)
-    for tool in ("uvicorn", "celery"):
+    for tool in ("uvicorn", "gunicorn", "celery"):
         if not (VENV_BIN / tool).exists():
             raise services.ServiceError(f"{VENV_BIN / tool} not found: start this with `make run`")
     if not services.port_free(port):
@@ -261,8 +268,8 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, supervisor.on_signal)
     try:
-        web_args = f"leaderboard_project.asgi:application --host 127.0.0.1 --port {port} --workers 2 --no-access-log"
-        supervisor.start("web", venv_cmd("uvicorn", web_args))
+        # nginx missing here? web.py installs it (root) or falls back, saying so, before the port opens
+        supervisor.start("web", web_command(port))
         # The outbox job runs every 2 s: at INFO its "received/succeeded" lines would drown the output.
         level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
         worker_args = f"-A leaderboard_project worker --loglevel {level} --concurrency 2"

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""The web tier, on one port: the only place that says which server processes serve HTTP and
+websockets. `make run` (scripts/run.py) and the benchmarks (bench/server.py) both start it.
+
+    python scripts/web.py [--port 8000] [--workers N] [--topology nginx|uvicorn]
+
+Topology "nginx" (the default when nginx is found):
+
+    client -> nginx :PORT  --/ws/...-->  uvicorn, 1 worker (leaderboard_project.asgi: Channels)
+                           --the rest->  gunicorn, N sync workers (leaderboard_project.wsgi)
+
+over unix sockets in a private temporary directory. Django's ASGI handler costs ~4.5x a WSGI
+worker per plain request on this kind of machine (docs/BENCHMARKS.md, "What each change
+bought"); websockets need ASGI, the HTTP API does not. nginx buffers slow clients, so sync
+workers are never held by one, and it sets X-Forwarded-For to the client's address: the
+workers run with NUM_PROXIES=1 and rate limits see the real client.
+
+Topology "uvicorn": one uvicorn serving both through Django's ASGI handler, N workers. The
+fallback when nginx is missing and cannot be installed (as root with apt-get, `nginx-light`
+is installed), with a message saying it is the slow path. WEB_TOPOLOGY in the environment
+chooses too.
+
+The process stays in the foreground and supervises its servers: when one exits, it stops the
+others and exits non-zero; SIGTERM/SIGINT stop all of them. Its servers share its process
+group, so `killpg` on it stops everything. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import FrameType
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# The virtualenv's bin/ (as scripts/run.py: not resolved, a venv's python is a symlink).
+VENV_BIN = Path(sys.executable).parent
+TOPOLOGIES = ("nginx", "uvicorn")
+NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
+NGINX_PACKAGE = "nginx-light"
+STOP_GRACE_SECONDS = 8.0
+DEFAULT_WORKERS = (os.cpu_count() or 1) + 1  # sync workers wait on Redis/Postgres: one more than cores
+
+
+def log(message: str) -> None:
+    print(f"web: {message}", file=sys.stderr, flush=True)
+
+
+def find_nginx(install: bool = True) -> str | None:
+    """nginx's binary: on PATH, in the usual places, or installed with apt-get when root."""
+    found = shutil.which("nginx") or next((p for p in NGINX_CANDIDATES if os.access(p, os.X_OK)), None)
+    if found or not install:
+        return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        log(f"nginx not found: installing {NGINX_PACKAGE} with apt-get")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", NGINX_PACKAGE]):
+            if subprocess.run(cmd, env=env, stdout=sys.stderr).returncode != 0:
+                log(f"`{' '.join(cmd)}` failed")
+                return None
+        return find_nginx(install=False)
+    return None
+
+
+def nginx_config(port: int, run_dir: Path, host: str = "127.0.0.1") -> str:
+    """nginx in the foreground, logs to stderr, temporary files in run_dir."""
+    user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the sockets
+    return f"""# written by scripts/web.py
+daemon off;
+{user}worker_processes 1;
+pid {run_dir}/nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {run_dir}/body;
+    proxy_temp_path {run_dir}/proxy;
+    fastcgi_temp_path {run_dir}/fastcgi;
+    uwsgi_temp_path {run_dir}/uwsgi;
+    scgi_temp_path {run_dir}/scgi;
+    client_max_body_size 0;  # Django refuses large bodies itself (413, contract error body)
+    keepalive_requests 100000;
+    server_tokens off;
+    upstream django_wsgi {{ server unix:{run_dir}/wsgi.sock; }}
+    upstream django_asgi {{ server unix:{run_dir}/asgi.sock; }}
+    map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
+    server {{
+        listen {host}:{port} reuseport;
+        proxy_set_header Host $http_host;
+        proxy_set_header X-Forwarded-For $remote_addr;  # replaces whatever the client sent
+        proxy_set_header X-Forwarded-Proto $scheme;
+        location /ws/ {{
+            proxy_pass http://django_asgi;
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_read_timeout 1h;
+        }}
+        location / {{
+            proxy_pass http://django_wsgi;
+        }}
+    }}
+}}
+"""
+
+
+def commands(topology: str, port: int, workers: int, run_dir: Path, nginx: str | None) -> list[tuple[str, list[str]]]:
+    """(name, argv) of each server process of a topology."""
+    bin_ = VENV_BIN
+    if topology == "uvicorn":
+        return [
+            (
+                "uvicorn",
+                [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--host", "127.0.0.1",
+                 "--port", str(port), "--workers", str(workers), "--no-access-log", "--log-level", "warning"],
+            )
+        ]  # fmt: skip
+    assert nginx is not None
+    conf = run_dir / "nginx.conf"
+    conf.write_text(nginx_config(port, run_dir))
+    return [
+        (
+            "gunicorn",
+            [str(bin_ / "gunicorn"), "leaderboard_project.wsgi:application", "-k", "sync", "-w", str(workers),
+             "--bind", f"unix:{run_dir}/wsgi.sock", "--log-level", "warning", "--umask", "0o077"],
+        ),
+        (
+            "uvicorn",
+            [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--uds", f"{run_dir}/asgi.sock",
+             "--workers", "1", "--no-access-log", "--log-level", "warning"],
+        ),
+        ("nginx", [nginx, "-e", "stderr", "-c", str(conf)]),
+    ]  # fmt: skip
+
+
+def choose_topology(requested: str | None) -> tuple[str, str | None]:
+    """The topology to run and nginx's binary (None for uvicorn)."""
+    wanted = requested or os.environ.get("WEB_TOPOLOGY") or "nginx"
+    if wanted not in TOPOLOGIES:
+        raise SystemExit(f"web: unknown topology {wanted!r}; choose from {', '.join(TOPOLOGIES)}")
+    if wanted == "uvicorn":
+        return "uvicorn", None
+    nginx = find_nginx()
+    if nginx is None:
+        log(
+            "nginx not found and not installable here (needs root and apt-get): serving HTTP through "
+            "Django's ASGI handler instead, several times slower per request. Install it with "
+            f"`sudo apt-get install {NGINX_PACKAGE}` for the recommended setup."
+        )
+        return "uvicorn", None
+    return "nginx", nginx
+
+
+class Stop(Exception):
+    pass
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    raise Stop(signal.Signals(signum).name)
+
+
+def _wait_for_sockets(paths: list[Path], procs: list[subprocess.Popen[bytes]], timeout: float = 60.0) -> None:
+    """nginx starts once its upstreams listen, so the port never answers 502 at start-up."""
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        if any(proc.poll() is not None for proc in procs) or time.monotonic() > deadline:
+            return  # the supervision loop reports the failure
+        time.sleep(0.05)
+
+
+def serve(port: int, workers: int, topology: str | None = None) -> int:
+    chosen, nginx = choose_topology(topology)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"leaderboard-web-{port}-"))
+    env = {**os.environ, "NUM_PROXIES": "1" if chosen == "nginx" else "0"}
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGHUP, _stop)
+    code = 0
+    try:
+        for name, argv in commands(chosen, port, workers, run_dir, nginx):
+            if name == "nginx":
+                _wait_for_sockets([run_dir / "wsgi.sock", run_dir / "asgi.sock"], [p for _, p in procs])
+            procs.append((name, subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL)))
+        log(f"{chosen} topology on 127.0.0.1:{port}: " + ", ".join(name for name, _ in procs))
+        while True:
+            for name, proc in procs:
+                if proc.poll() is not None:
+                    log(f"{name} exited ({proc.returncode}); stopping the others")
+                    return 1
+            time.sleep(0.2)
+    except (Stop, KeyboardInterrupt):
+        return code
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # nginx first (QUIT: finish requests in flight), then the workers behind it
+        for name, proc in reversed(procs):
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGQUIT if name == "nginx" else signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for _, proc in procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("WEB_WORKERS") or DEFAULT_WORKERS),
+        help=f"HTTP worker processes (default WEB_WORKERS or {DEFAULT_WORKERS})",
+    )
+    parser.add_argument("--topology", choices=TOPOLOGIES, help="default WEB_TOPOLOGY, else nginx when available")
+    args = parser.parse_args(argv)
+    return serve(args.port, args.workers, args.topology)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

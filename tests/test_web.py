@@ -1,0 +1,96 @@
+"""The web tier as `make run` and the benchmarks start it (scripts/web.py): HTTP and
+websockets answer on one port, through the real servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from boards import live
+from scripts import web
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT = 60.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+@pytest.fixture(params=["nginx", "uvicorn"])
+def served(request) -> Iterator[tuple[str, int]]:
+    topology = request.param
+    if topology == "nginx" and web.find_nginx(install=False) is None:
+        pytest.skip("nginx is not installed here")
+    port = _free_port()
+    env = {**os.environ, "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", ""))}
+    proc = subprocess.Popen(
+        [sys.executable, "scripts/web.py", "--port", str(port), "--workers", "1", "--topology", topology],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            assert proc.poll() is None, proc.communicate()[0].decode(errors="replace")[-2000:]
+            try:
+                if _get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"{topology}: /healthz did not answer 200 in {START_TIMEOUT:.0f} s"
+            time.sleep(0.1)
+        yield topology, port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def test_http_and_websockets_share_the_port(served) -> None:
+    topology, port = served
+    status, headers, body = _get(f"http://127.0.0.1:{port}/api/v1/nothing-here")
+    assert status == 404
+    assert json.loads(body)["error"]["code"] == "not_found"
+    if topology == "nginx":
+        assert headers.get("Server") == "nginx"  # HTTP went through the proxy, to the WSGI workers
+    # a websocket handshake on the same port reaches the Channels application: an unknown path
+    # is accepted, then closed with the documented code
+    with (
+        connect(f"ws://127.0.0.1:{port}/ws/no/such/socket", open_timeout=10) as ws,
+        pytest.raises(ConnectionClosed) as closed,
+    ):
+        ws.recv(timeout=10)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == live.NOT_FOUND
