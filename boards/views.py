@@ -255,6 +255,12 @@ def _chart(hist: histogram.Histogram, marker: int | None, order: str) -> dict[st
     width = span / bars
     counts = [0.0] * bars
     for b in buckets:
+        if b.count == 1:
+            # a bucket starts at a real player's value (its lowest encoded score: the lowest value
+            # on desc boards, the highest on asc): one player in it is there (small boards)
+            known = (b.min if hist.order == "desc" else b.max) - lo
+            counts[min(int(known // width), bars - 1)] += 1
+            continue
         b_lo, b_hi = b.min - lo, b.max - lo + 1
         first, last = int(b_lo // width), min(int((b_hi - 1e-9) // width), bars - 1)
         for i in range(first, last + 1):
@@ -264,7 +270,7 @@ def _chart(hist: histogram.Histogram, marker: int | None, order: str) -> dict[st
     bar_w = CHART_W / bars
     rects = []
     for i, c in enumerate(counts):
-        h = round(c / top * (CHART_H - 4), 1)
+        h = round(c / top * (CHART_H - 22), 1)  # headroom for the marker's label
         value_lo = round(lo + i * width)
         value_hi = round(lo + (i + 1) * width) - 1
         rects.append(

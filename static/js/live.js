@@ -80,12 +80,18 @@
   }
 
   function showRank(rank, score) {
+    var card = document.getElementById("my-card");
+    var was = card ? [card.dataset.rank, card.dataset.score] : null;
+    // the first message after (re)connecting repeats what the page shows: nothing to do
+    if (was && was[0] === (rank == null ? "" : String(rank)) && (score == null || was[1] === String(score))) return;
     var r = document.getElementById("my-rank");
     var s = document.getElementById("my-score");
     if (r) r.textContent = rank == null ? "No score in this window yet." : "#" + fmt(rank);
     if (s && score != null) s.textContent = fmt(score);
-    var card = document.getElementById("my-card");
-    if (card) card.dataset.rank = rank == null ? "" : String(rank);
+    if (card) {
+      card.dataset.rank = rank == null ? "" : String(rank);
+      if (score != null) card.dataset.score = String(score);
+    }
     // The rank message carries no percentile or neighbours: grey out what is now as of page load.
     ["my-percentile", "my-share", "my-around"].forEach(function (id) {
       var el = document.getElementById(id);
