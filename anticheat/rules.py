@@ -8,6 +8,7 @@ list it in SYNC_RULES (or ASYNC_RULES for the checks Celery runs after the fact)
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections import defaultdict
@@ -63,9 +64,27 @@ class Context:
         return self.config.boards[slug]
 
     @cached_property
-    def stats(self) -> dict[int, BoardStats]:
-        boards = {self.config.boards[r.board].id for m in self.matches.values() for r in m.results}
-        return {s.board_id: s for s in BoardStats.objects.filter(board_id__in=boards)}
+    def stats(self) -> dict[int, StatsRow]:
+        # read with a plain cursor: through the ORM this one row cost a single-match
+        # submission a tenth of its Python time
+        boards = sorted({self.config.boards[r.board].id for m in self.matches.values() for r in m.results})
+        with connection.cursor() as cur:
+            cur.execute(
+                f"SELECT board_id, top_value_part, sample, outlier_keys::text FROM {BoardStats._meta.db_table} "
+                "WHERE board_id = ANY(%s::bigint[])",
+                [pgarrays.ints(boards)],
+            )
+            return {b: StatsRow(b, top, sample, json.loads(keys)) for b, top, sample, keys in cur.fetchall()}
+
+
+@dataclass(frozen=True)
+class StatsRow:
+    """What the rules read of a board's BoardStats."""
+
+    board_id: int
+    top_value_part: int | None
+    sample: int
+    outlier_keys: list[int]
 
 
 class Rule(Protocol):
