@@ -12,6 +12,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -182,6 +183,17 @@ def _query(serializer_class: type[serializers.Serializer], request: Request) -> 
     return query.validated_data
 
 
+class JsonOnly(BaseContentNegotiation):
+    """These endpoints speak JSON only: answer it whatever the Accept header says, without
+    DRF's parsing of that header on every read (a browser's Accept: text/html gets JSON too)."""
+
+    def select_parser(self, request: Request, parsers: list) -> object | None:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None) -> tuple:
+        return renderers[0], renderers[0].media_type
+
+
 REGION_PARAM = OpenApiParameter("region", str, description="a region's board (boards with regions = true)")
 WINDOW_PARAM = OpenApiParameter(
     "window",
@@ -202,6 +214,7 @@ class TopApi(APIView):
     process's memory or (for pages near the top) the shared cache, so identical reads cost
     Redis one query a second. Pages are kept as encoded JSON."""
 
+    content_negotiation_class = JsonOnly
     _local: dict[str, tuple[float, bytes]] = {}
     _LOCAL_MAX = 1000  # pages kept in memory (at most ~20 kB each); the oldest go first
     SHARED_MAX_OFFSET = 1000  # deeper pages are rarely read twice in a second: not worth a SET
@@ -272,6 +285,7 @@ class PlayerReadApi(APIView):
 
     authentication_classes = [ServerKeyAuthentication, PlayerTokenAuthentication, SessionAuthentication]
     throttle_classes = [PlayerReadThrottle]
+    content_negotiation_class = JsonOnly
 
     def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
         if request.user is None or not request.user.is_authenticated:

@@ -177,14 +177,28 @@ class PlayerPrincipal:
     is_staff: bool = False
 
 
+# Checked tokens, per process: a token is immutable, so checking its signature once is enough;
+# its expiry is checked on every use. Bounded, emptied whole when full.
+_TOKENS_MAX = 20_000
+_tokens: dict[str, tuple[int, PlayerPrincipal]] = {}
+
+
 def player_from_token(token: str) -> PlayerPrincipal | None:
-    try:
-        data = signing.loads(token, salt=_TOKEN_SALT)
-    except signing.BadSignature:
+    hit = _tokens.get(token)
+    if hit is None:
+        try:
+            data = signing.loads(token, salt=_TOKEN_SALT)
+        except signing.BadSignature:
+            return None
+        if not isinstance(data, dict):
+            return None
+        hit = (int(data.get("e", 0)), PlayerPrincipal(game_id=int(data["g"]), player_pk=int(data["p"])))
+        if len(_tokens) >= _TOKENS_MAX:
+            _tokens.clear()
+        _tokens[token] = hit
+    if hit[0] < time.time():
         return None
-    if not isinstance(data, dict) or data.get("e", 0) < time.time():
-        return None
-    return PlayerPrincipal(game_id=int(data["g"]), player_pk=int(data["p"]))
+    return hit[1]
 
 
 class PlayerTokenAuthentication(BaseAuthentication):
