@@ -706,6 +706,16 @@ def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     if "freshness" in d:
         add("freshness (2xx to visible)", d["freshness"], d["freshness"]["probes_per_s"], "probes/s",
             target=TARGETS["freshness"])  # fmt: skip
+    for row in rows:
+        p99 = (row["latency_ms"] or {}).get("p99")
+        met = {
+            TARGETS["rank"]: (row.get("x_bare") or 0) >= 0.5 and p99 is not None and p99 < 50,
+            TARGETS["rank-open"]: p99 is not None and p99 < 10,
+            TARGETS["batch"]: (row["throughput"] or 0) >= 20_000,
+            TARGETS["freshness"]: p99 is not None and p99 < 100,
+        }
+        if row.get("target"):
+            row["target_met"] = met[row["target"]]
     return rows
 
 
@@ -727,6 +737,10 @@ def measures(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> l
                     "raw": None, "target": None, "check": f["check"]})  # fmt: skip
     for row in out:
         row["ratio"] = row["value"] / row["raw"] if row["raw"] else None
+        if row["target"] == TARGETS["memory"]:
+            row["target_met"] = row["value"] <= 100
+        elif row["target"] == TARGETS["rebuild"]:
+            row["target_met"] = row["value"] >= 200_000
         row.setdefault("check", "ok")
     return out
 
@@ -738,6 +752,12 @@ def _ratio(value: float | None) -> str:
     return f"{value:.2g}×" if value < 10 else f"{value:,.0f}×"
 
 
+def _target(row: dict[str, Any]) -> str:
+    if not row.get("target"):
+        return ""
+    return f"{row['target']}: {'met' if row.get('target_met') else 'missed'}"
+
+
 def render(rows: list[dict[str, Any]], other: list[dict[str, Any]]) -> str:
     main = markdown_table(
         ["scenario", "load", "throughput", "p50 ms", "p95 ms", "p99 ms", "× bare Django", "× raw Redis",
@@ -745,13 +765,13 @@ def render(rows: list[dict[str, Any]], other: list[dict[str, Any]]) -> str:
         [[r["scenario"] + (" *(anchor)*" if r.get("anchor_of") else ""), r["load"],
           f"{r['throughput']:,.0f} {r['unit']}" if r["throughput"] else "-",
           (r["latency_ms"] or {}).get("p50"), (r["latency_ms"] or {}).get("p95"), (r["latency_ms"] or {}).get("p99"),
-          _ratio(r.get("x_bare")), _ratio(r.get("x_raw")), _ratio(r.get("x_naive")), r.get("target") or "",
+          _ratio(r.get("x_bare")), _ratio(r.get("x_raw")), _ratio(r.get("x_naive")), _target(r),
           r["check"]] for r in rows],
     )  # fmt: skip
     second = markdown_table(
         ["measure", "value", "raw Redis (anchor set)", "× raw", "target", "check"],
         [[m["measure"], f"{m['value']:,.1f} {m['unit']}" if m["value"] < 1000 else f"{m['value']:,.0f} {m['unit']}",
-          f"{m['raw']:,.1f}" if m["raw"] else "-", _ratio(m["ratio"]), m["target"] or "", m["check"]] for m in other],
+          f"{m['raw']:,.1f}" if m["raw"] else "-", _ratio(m["ratio"]), _target(m), m["check"]] for m in other],
     )  # fmt: skip
     return f"{main}\n\n{second}"
 
