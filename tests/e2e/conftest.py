@@ -26,12 +26,50 @@ READY_SECONDS = 60.0
 
 
 class WebServer:
-    def __init__(self, port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-        self.port, self.proc, self.log = port, proc, log
+    """uvicorn leaderboard_project.asgi:application (what `make run` starts), one worker, on a
+    fixed free port so that a restart comes back at the same address."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.env = env
+        self.log = Path(tempfile.gettempdir()) / f"leaderboard-e2e-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        uvicorn = Path(sys.executable).parent / "uvicorn"
+        cmd = [str(uvicorn), "leaderboard_project.asgi:application", "--host", "127.0.0.1", "--port", str(self.port)]
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=settings.BASE_DIR, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            if self.proc.poll() is not None:
+                pytest.fail(f"uvicorn exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"uvicorn did not answer /healthz within {READY_SECONDS:.0f} s:\n{self.log_tail()}")
+            time.sleep(0.1)  # polling a subprocess's readiness, with a deadline
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        self.proc = None
 
     def log_tail(self) -> str:
         try:
@@ -49,8 +87,6 @@ def _database_url() -> str:
 
 @pytest.fixture
 def web(transactional_db) -> Iterator[WebServer]:
-    """uvicorn leaderboard_project.asgi:application (what `make run` starts), one worker."""
-    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
@@ -59,36 +95,12 @@ def web(transactional_db) -> Iterator[WebServer]:
         "DB_POOL_MAX": "4",
         "PYTHONUNBUFFERED": "1",
     }
-    log = Path(tempfile.gettempdir()) / f"leaderboard-e2e-{port}.log"
-    uvicorn = Path(sys.executable).parent / "uvicorn"
-    cmd = [str(uvicorn), "leaderboard_project.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=settings.BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    server = WebServer(port, proc, log)
+    server = WebServer(env)
     try:
-        deadline = time.monotonic() + READY_SECONDS
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"uvicorn exited with {proc.returncode}:\n{server.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{server.url}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"uvicorn did not answer /healthz within {READY_SECONDS:.0f} s:\n{server.log_tail()}")
-            time.sleep(0.1)  # polling a subprocess's readiness, with a deadline
+        server.start()
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        server.stop()
 
 
 def _chrome(width: int, height: int, javascript: bool = True, mobile: bool = False):

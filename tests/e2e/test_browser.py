@@ -64,9 +64,10 @@ def _live(driver) -> None:
 
 
 def _top_players(driver) -> list[str]:
-    return [
-        tr.get_attribute("data-player") for tr in driver.find_elements(By.CSS_SELECTOR, "#top-body tr[data-player]")
-    ]
+    # read in one script: live.js may replace the rows between two WebDriver calls
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#top-body tr[data-player]'), tr => tr.dataset.player)"
+    )
 
 
 def _sign_in(driver, web, username: str, password: str, next_path: str) -> None:
@@ -136,6 +137,24 @@ def test_a_signed_in_player_sees_their_rank_card_and_a_friend_passing_them(web, 
     assert "Bo passed you" in notice[0].text
     _wait_live(browser, lambda d: d.find_element(By.ID, "my-rank").text == "#2", "my rank did not follow the pass")
     screenshot(browser, "board-friend-passed")
+
+
+def test_the_page_reconnects_by_itself_after_the_server_went_away(web, browser, server) -> None:
+    _submit(server, "m-1", [_result("ana", 1500, "Ana")])
+    browser.get(f"{web.url}/games/chess/boards/rating/")
+    _live(browser)
+    browser.execute_script("window.__sameDocument = true;")
+    web.stop()
+    state = lambda d: d.find_element(By.ID, "board-page").get_attribute("data-live-state")  # noqa: E731
+    _wait(browser, lambda d: state(d) in ("offline", "connecting"), "the page did not notice the drop")
+    assert browser.find_element(By.ID, "live-status").text in ("OFFLINE", "CONNECTING")
+    screenshot(browser, "board-offline")
+    web.start()
+    # backoff: 1 s doubling (with jitter), so a server back within seconds is found within ~16 s
+    WebDriverWait(browser, 45, poll_frequency=0.1).until(lambda d: state(d) == "live", message="never reconnected")
+    _submit(server, "m-2", [_result("bo", 1900, "Bo")])
+    _wait_live(browser, lambda d: _top_players(d)[:1] == ["bo"], "no update after reconnecting")
+    assert browser.execute_script("return window.__sameDocument === true"), "the page was reloaded"
 
 
 def test_the_board_page_fits_a_phone(web, phone, server) -> None:
