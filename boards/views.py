@@ -250,6 +250,8 @@ def _chart(hist: histogram.Histogram, marker: int | None, order: str) -> dict[st
     if not buckets:
         return None
     lo, hi = buckets[0].min, buckets[-1].max
+    if hi - lo < 10:  # a handful of values: widen the axis so one value is not one wall-to-wall bar
+        lo, hi = lo - 5, hi + 5
     span = hi - lo + 1
     bars = min(CHART_BARS, span)
     width = span / bars

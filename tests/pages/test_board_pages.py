@@ -106,6 +106,9 @@ def test_a_frozen_window_is_read_from_its_standings(ranked) -> None:
     assert "Final standings" in html
     assert [r[1] for r in rows(html)] == ["Ana", "Bo", "Cyrus", "Dee", "Eve"]
     assert 'data-live="0"' in html and "live.js" not in html
+    # the picker offers it (frozen), and the current page links every earlier retained day
+    assert '<option value="daily:2026-11-28" selected>Day 2026-11-28</option>' in html
+    assert '<option value="daily:2026-11-28"' in Client().get(BOARD).content.decode()
     me = signed_in("cy").get(BOARD + "?window=daily:2026-11-28").content.decode()
     assert re.search(r'id="my-rank">#3<', me)
     assert [r[1] for r in rows(me, "top-body")][2] == "Cyrus"
