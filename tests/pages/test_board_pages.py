@@ -206,3 +206,14 @@ def test_sign_in_and_out_with_the_login_form(ranked) -> None:
 def test_static_assets_are_served(game) -> None:
     assert Client().get("/static/js/live.js").status_code == 200
     assert Client().get("/static/css/pages.css").status_code == 200
+
+
+def test_a_deep_rank_is_shown_only_to_the_player_their_friends_and_staff(ranked, monkeypatch) -> None:
+    """Like the API's player read: beyond the publicly pageable top, a stranger sees no rank."""
+    monkeypatch.setattr(views, "PUBLIC_DEPTH", 2)
+    assert ranked.request("PUT", "/api/v1/games/chess/players/eve/friends", {"friends": ["bo"]}).status_code == 200
+    stranger = Client().get(BOARD + "?player=eve").content.decode()
+    assert "only the player and their friends see the exact rank" in stranger and "#5" not in stranger
+    assert "#5" in signed_in("bo").get(BOARD + "?player=eve").content.decode()  # a friend
+    assert "#5" in signed_in("eve").get(BOARD + "?player=eve").content.decode()  # the player
+    assert "#2" in Client().get(BOARD + "?player=bo").content.decode()  # within the public top
