@@ -148,20 +148,22 @@ def _window(board: BoardConfig, spec: str, region: str | None = None) -> str:
 
 
 _INT_PARAMS = {"limit": (1, 100), "offset": (0, 10_000), "around": (0, 50)}
-_DEFAULTS = {
-    "TopQuerySerializer": {"window": "all", "limit": 10, "offset": 0},
-    "PlayerQuerySerializer": {"window": "all", "around": 2},
-    "WindowQuerySerializer": {"window": "all"},
+# The serializers' defaults, for the parameters read directly (other serializers always validate)
+_DEFAULTS: dict[type[serializers.Serializer], dict[str, Any]] = {
+    TopQuerySerializer: {"window": "all", "limit": 10, "offset": 0},
+    PlayerQuerySerializer: {"window": "all", "around": 2},
+    WindowQuerySerializer: {"window": "all"},
 }
 
 
 def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
     """The validated query. Plain parameters are read directly; anything unusual (a bad
     number, an empty or repeated parameter) goes through the serializer, which words the 400."""
+    defaults = _DEFAULTS.get(serializer_class)
     params = request._request.GET
-    out = dict(_DEFAULTS[serializer_class.__name__])
-    fast = True
-    for name, values in params.lists():
+    out = dict(defaults or {})
+    fast = defaults is not None
+    for name, values in params.lists() if fast else ():
         if name not in out and name != "region":
             continue  # ignored, as the serializer ignores unknown parameters
         if len(values) != 1 or not values[0] or values[0] != values[0].strip():
