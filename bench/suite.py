@@ -954,7 +954,9 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     tmp.replace(json_path)
     print(f"\n{markdown}", flush=True)
     print(f"results: {json_path}, {md_path.name}, {latency_png.name}, {throughput_png.name}")
-    if args.publish:
+    if args.publish and args.smoke:
+        log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
+    elif args.publish:
         publish(markdown, latency_png, throughput_png, json_path)
     return 0 if ok else 2
 
