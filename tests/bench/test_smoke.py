@@ -45,9 +45,12 @@ def _bench_env() -> dict[str, str]:
     user = database.get("USER") or "postgres"
     password = f":{database['PASSWORD']}" if database.get("PASSWORD") else ""
     host, port = database.get("HOST") or "127.0.0.1", database.get("PORT") or 5432
+    # The URL the test run was given (scripts/services.py exec sets it, a socket directory included)
+    # names the server; the bench only swaps the database name for BENCH_DB_NAME.
+    database_url = os.environ.get("DATABASE_URL") or f"postgres://{user}{password}@{host}:{port}/{database['NAME']}"
     return {
         **os.environ,
-        "DATABASE_URL": f"postgres://{user}{password}@{host}:{port}/{database['NAME']}",
+        "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "BENCH_DB_NAME": f"{database['NAME']}_bench",
         "BENCH_REDIS_DB": str(db),
