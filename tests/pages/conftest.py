@@ -6,6 +6,7 @@ from django.test import Client
 
 from scores.models import Player, PlayerAccount
 from tests.boards.conftest import submit
+from tests.boards.test_redis_down import throwaway_redis  # noqa: F401  (a fixture for tests/pages)
 from tests.conftest import SignedClient
 
 PASSWORD = "pw-pages-1"

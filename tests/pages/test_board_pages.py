@@ -217,3 +217,17 @@ def test_a_deep_rank_is_shown_only_to_the_player_their_friends_and_staff(ranked,
     assert "#5" in signed_in("bo").get(BOARD + "?player=eve").content.decode()  # a friend
     assert "#5" in signed_in("eve").get(BOARD + "?player=eve").content.decode()  # the player
     assert "#2" in Client().get(BOARD + "?player=bo").content.decode()  # within the public top
+
+
+def test_the_pages_still_answer_with_redis_down(server: SignedClient, game, throwaway_redis) -> None:
+    """Reads fall back to Postgres (boards.selectors): the page says so and still ranks."""
+    submit(server, "m1", [{"player": p, "board": "rating", "score": s} for p, s in (("ana", 500), ("bo", 400))])
+    client = signed_in("bo")
+    throwaway_redis.stop()
+    response = client.get(BOARD)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "The ranking index is unavailable" in html
+    assert [r[1] for r in rows(html)] == ["ana", "bo"]
+    assert re.search(r'id="my-rank">#2<', html)
+    assert Client().get(BOARD + "?q=an").status_code == 200
