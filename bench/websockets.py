@@ -16,8 +16,10 @@ CPU share and memory during the busy phase, and latency percentiles from the 2xx
 (a) the submitting player's socket receiving its `rank` message with the new score and
 (b) sampled anonymous sockets receiving a `top` message that contains the new score. A message
 that arrives before the 2xx (the leading edge publishes before the response is written) counts as 0;
-a message showing a later, higher score of the same player counts for the earlier submissions it
-superseded (coalescing sends only the latest). "rank missed": submissions no rank message showed.
+a message showing a later, higher score counts for the earlier submissions it superseded
+(coalescing sends only the latest state): for `rank`, the player's own later score; for `top`, any
+later score (every submission is a new best, so a top showing a score >= S reflects submission S).
+"rank missed": submissions no rank message reflected.
 
 The client runs on the same machine: its own CPU use is reported, since a saturated client
 inflates latencies.
@@ -74,7 +76,7 @@ class Client:
     ws: Any = None
     sample: bool = False
     ranks: dict[int, float] = field(default_factory=dict)  # score -> first receipt
-    tops: dict[tuple[str, int], float] = field(default_factory=dict)  # (player, score) -> first receipt
+    tops: list[tuple[float, int]] = field(default_factory=list)  # (receipt, best score shown)
     messages: int = 0
     task: asyncio.Task | None = None
 
@@ -88,9 +90,8 @@ async def _listen(client: Client) -> None:
         message = json.loads(raw)
         if message["type"] == "rank" and message["score"] is not None:
             client.ranks.setdefault(message["score"], now)
-        elif message["type"] == "top" and client.sample:
-            for entry in message["entries"]:
-                client.tops.setdefault((entry["player"], entry["score"]), now)
+        elif message["type"] == "top" and client.sample and message["entries"]:
+            client.tops.append((now, max(e["score"] for e in message["entries"])))
 
 
 async def _open(url: str, client: Client, gate: asyncio.Semaphore) -> None:
@@ -210,9 +211,10 @@ async def _phase(
         else:
             missed += 1
         for s in sampled:
-            tops = [t for (p, v), t in s.tops.items() if p == client.player and v >= score]
-            if tops:
-                top.append(min(tops) - done)
+            # scores only grow: the first top showing this score or a later one reflects this submission
+            shown = next((t for t, best in s.tops if best >= score), None)
+            if shown is not None:
+                top.append(shown - done)
     return {
         "submissions": count,
         "seconds": round(time.monotonic() - started - SETTLE_SECONDS, 2),

@@ -19,6 +19,7 @@ import weakref
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
@@ -181,8 +182,18 @@ class BoardConsumer(AsyncWebsocketConsumer):
             return
         for text in live.player_messages(self.pk, judged & self.friends, self.snapshot, after):
             await self.send(text_data=text)
-        mine = self._wanted()
-        self.snapshot = {pk: s for pk, s in after.items() if pk in mine}
+        # `after` holds every player this process follows in the group: pick only ours (O(friends))
+        self.snapshot = {pk: after[pk] for pk in self._wanted() if pk in after}
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' own dispatch first closes stale database connections, for every message of
+        # every socket, through the one thread all thread-sensitive calls share: with a thousand
+        # sockets that queue became the bottleneck of the whole process (bench/websockets.py).
+        # This consumer touches the database only in database_sync_to_async, which closes its own.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"no handler for message type {message['type']}")
+        await handler(message)
 
     async def live_update(self, event: dict[str, Any]) -> None:
         if event.get("top"):
