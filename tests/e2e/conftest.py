@@ -1,5 +1,7 @@
-"""End-to-end fixtures: the production ASGI application under uvicorn in a subprocess, on a
-free port, against the test database and test Redis; a headless Debian chromium driven by
+"""End-to-end fixtures: the web tier exactly as `make run` starts it (scripts/web.py: nginx in
+front of gunicorn for HTTP and uvicorn with the Channels ASGI application for /ws/; uvicorn
+alone where nginx is missing) in a subprocess on a free port, against the test database and
+test Redis; a headless Debian chromium driven by
 Selenium (chromedriver and the browser at fixed paths: nothing is ever downloaded)."""
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ READY_SECONDS = 60.0
 
 
 class WebServer:
-    """uvicorn leaderboard_project.asgi:application (what `make run` starts), one worker, on a
-    fixed free port so that a restart comes back at the same address."""
+    """scripts/web.py on a fixed free port, so that a restart comes back at the same address.
+    Stopping it (SIGTERM) stops the servers it started."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.port = free_port()
@@ -40,8 +42,7 @@ class WebServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        uvicorn = Path(sys.executable).parent / "uvicorn"
-        cmd = [str(uvicorn), "leaderboard_project.asgi:application", "--host", "127.0.0.1", "--port", str(self.port)]
+        cmd = [sys.executable, "scripts/web.py", "--port", str(self.port), "--workers", "2"]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 cmd, cwd=settings.BASE_DIR, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -49,7 +50,7 @@ class WebServer:
         deadline = time.monotonic() + READY_SECONDS
         while True:
             if self.proc.poll() is not None:
-                pytest.fail(f"uvicorn exited with {self.proc.returncode}:\n{self.log_tail()}")
+                pytest.fail(f"the web tier exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
                     if response.status == 200:
@@ -57,7 +58,7 @@ class WebServer:
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"uvicorn did not answer /healthz within {READY_SECONDS:.0f} s:\n{self.log_tail()}")
+                pytest.fail(f"the web tier did not answer /healthz within {READY_SECONDS:.0f} s:\n{self.log_tail()}")
             time.sleep(0.1)  # polling a subprocess's readiness, with a deadline
 
     def stop(self) -> None:
