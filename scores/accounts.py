@@ -10,8 +10,8 @@ redemption (used, expired, or a conflicting account) changes nothing.
 
 from __future__ import annotations
 
-import uuid
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
