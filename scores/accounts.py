@@ -139,8 +139,8 @@ def _account_link(user: AbstractBaseUser, player: Player) -> None:
 def demo_accounts_create(*, game_id: int, password: str = DEMO_PASSWORD) -> int:
     """A login for every player of the demo game: username = player id, one shared password.
 
-    Set-based (two INSERT ... SELECT) with the password hashed once, so 100k accounts cost
-    about a second. Idempotent: existing usernames and accounts are left alone. Returns how
+    Set-based (two INSERT ... SELECT) with the password hashed once: 100k accounts take
+    seconds, mostly index upkeep. Idempotent: existing usernames and accounts are left alone. Returns how
     many accounts were made."""
     hashed = make_password(password)
     with transaction.atomic(), connection.cursor() as cur:
