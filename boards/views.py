@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import auth
 from django.contrib.auth import views as auth_views
@@ -87,15 +88,17 @@ def _not_found(request: HttpRequest, message: str) -> HttpResponse:
 # --- frozen standings: small reads next to seasons.selectors (same tables and indexes) -------
 
 
-def _frozen_window_names(board_id: int, per_kind: int) -> list[str]:
-    """The board's windows with frozen standings, the newest `per_kind` of each kind. A board
-    gains a few hundred a year, so one DISTINCT over its (board, window, version) index."""
+def _frozen_window_names(board_id: int, per_kind: int, region: str = "") -> list[str]:
+    """The board's windows (of `region`'s board, without its prefix) with frozen standings, the
+    newest `per_kind` of each kind. A board gains a few hundred a year (per region), so one
+    DISTINCT over its (board, window, version) index."""
     names = list(
         WindowFreeze.objects.filter(board_id=board_id).order_by("window").values_list("window", flat=True).distinct()
     )
+    prefix = f"{region}/" if region else ""
     out: list[str] = []
     for kind in ("daily", "weekly", "monthly", "season"):
-        out += [w for w in names if w.startswith(kind + ":")][-per_kind:]
+        out += [w[len(prefix) :] for w in names if w.startswith(prefix + kind + ":")][-per_kind:]
     return out
 
 
@@ -132,37 +135,73 @@ def game_page(request: HttpRequest, game: str) -> HttpResponse:
 # --- a board ----------------------------------------------------------------------------------
 
 
-def _current_windows(cfg: BoardConfig, now: datetime) -> list[tuple[str, str, str]]:
+@dataclass(frozen=True)
+class Where:
+    """Which board window a page (or a fragment of it) shows, from its `?window=` and `?region=`."""
+
+    spec: str  # as asked: "all", "daily", "daily:2026-11-27" (without the region)
+    region: str  # a region's slug, "" for the global board
+    tz: str  # where the board's (or region's) windows roll over
+    window: str  # the explicit window read, with its region prefix: "eu/daily:2026-11-28"
+    current: list[tuple[str, str, str]]  # (kind, label, explicit window) of the current windows
+    is_current: bool
+    freeze: WindowFreeze | None  # frozen standings of an ended window, if any
+
+    def query(self, **extra: str | int) -> str:
+        """The page's own query string (window, region) plus `extra`, for links."""
+        params: dict[str, str | int] = {"window": self.spec}
+        if self.region:
+            params["region"] = self.region
+        return urlencode({**params, **extra})
+
+
+def _where(request: HttpRequest, cfg: BoardConfig, now: datetime) -> Where | str:
+    """The board window the request asks for, or why there is none (a 404's message)."""
+    region = (request.GET.get("region") or "").strip()[:64]
+    tz = cfg.reset_timezone
+    if region:
+        found = cfg.region(region)
+        if found is None:
+            return f"Board {cfg.slug!r} has no region {region!r}."
+        tz = found.timezone
+    spec = (request.GET.get("window") or "all").strip()[:64]
+    try:
+        window = windows.resolve(spec, now, tz, cfg.windows, cfg.seasons)
+    except windows.UnknownWindow:
+        return f"This board has no window {spec!r}."
+    if region:
+        window = windows.in_region(region, window)
+    current = _current_windows(cfg, now, tz, region)
+    is_current = window in {w for _, _, w in current}
+    freeze = None if is_current else frozen.latest_freeze(cfg.id, window)
+    return Where(spec, region, tz, window, current, is_current, freeze)
+
+
+def _current_windows(cfg: BoardConfig, now: datetime, tz: str, region: str) -> list[tuple[str, str, str]]:
     """(kind, label, explicit window) of the board's current windows, in its configured order."""
     out = []
     for kind in cfg.windows:
         try:
-            out.append(
-                (
-                    kind,
-                    WINDOW_LABELS.get(kind, kind),
-                    windows.resolve(kind, now, cfg.reset_timezone, cfg.windows, cfg.seasons),
-                )
-            )
+            window = windows.resolve(kind, now, tz, cfg.windows, cfg.seasons)
         except windows.UnknownWindow:  # "season" between seasons
             continue
+        out.append((kind, WINDOW_LABELS.get(kind, kind), windows.in_region(region, window) if region else window))
     return out
 
 
-def _past_windows(cfg: BoardConfig, now: datetime, retention: int) -> list[tuple[str, str]]:
-    """Earlier windows a visitor can open: those with frozen standings and those whose sorted
-    set is still retained, newest first per kind. (value, label) pairs."""
-    found: dict[str, str] = {}
+def _past_windows(cfg: BoardConfig, now: datetime, retention: int, where: Where) -> list[str]:
+    """Earlier windows a visitor can open (without the region prefix: the region is a parameter
+    of its own): those with frozen standings and those whose sorted set is still retained,
+    newest first per kind."""
+    found: set[str] = set()
     for kind in ("daily", "weekly", "monthly", "season"):
         if kind in cfg.windows:
             lookback = min(max(retention, 1), PAST_LOOKBACK)
-            for w in windows.ended_windows(kind, now, cfg.reset_timezone, cfg.seasons, lookback):
-                found[w] = w
-    for w in _frozen_window_names(cfg.id, PAST_LOOKBACK * 4):
-        found.setdefault(w, w)
-    out: list[tuple[str, str]] = []
+            found.update(windows.ended_windows(kind, now, where.tz, cfg.seasons, lookback))
+    found.update(_frozen_window_names(cfg.id, PAST_LOOKBACK * 4, where.region))
+    out: list[str] = []
     for kind in ("daily", "weekly", "monthly", "season"):
-        out += sorted(((w, w) for w in found if windows.kind_of(w) == kind), reverse=True)
+        out += sorted((w for w in found if windows.kind_of(w) == kind), reverse=True)
     return out
 
 
@@ -309,19 +348,17 @@ def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
         return _not_found(request, f"There is no board {board!r} in game {game!r}.")
     game_obj = cached_game(game)[0]
     now = timezone.now()
-    spec = (request.GET.get("window") or "all").strip()
-    try:
-        window = windows.resolve(spec, now, cfg.reset_timezone, cfg.windows, cfg.seasons)
-    except windows.UnknownWindow:
-        return _not_found(request, f"This board has no window {spec!r}.")
-    current = _current_windows(cfg, now)
-    is_current = window in {w for _, _, w in current}
-    freeze = None if is_current else frozen.latest_freeze(cfg.id, window)
-    page_no = _page_number(request.GET.get("page"))
-    offset = (page_no - 1) * PAGE_SIZE
+    where = _where(request, cfg, now)
+    if isinstance(where, str):
+        return _not_found(request, where)
+    window, freeze = where.window, where.freeze
 
     me_pk = player_of_user(request.user.id, cfg.game_id) if request.user.is_authenticated else None
+    if request.GET.get("part") == RANK_CARD_PART:
+        return _rank_card_part(request, cfg, where, me_pk)
 
+    page_no = _page_number(request.GET.get("page"))
+    offset = (page_no - 1) * PAGE_SIZE
     degraded = False
     if freeze is not None:
         standings = frozen.standings_page(freeze, offset, PAGE_SIZE)
@@ -335,10 +372,7 @@ def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
         total, degraded = page.total, page.degraded
         rows = [_row(e, me_pk) for e in page.entries]
 
-    card = friends = None
-    if me_pk is not None:
-        card = _frozen_card(freeze, me_pk, me_pk) if freeze else _live_card(cfg, window, me_pk, me_pk)
-        friends = _friends(cfg, window, freeze, me_pk)
+    card, friends = _mine(cfg, where, me_pk)
 
     q = (request.GET.get("q") or "").strip()[:64]
     results = _search(cfg.game_id, q) if q else None
@@ -359,16 +393,28 @@ def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
         marker = card.score if card and card.score is not None else (focus.score if focus else None)
         chart = _chart(histogram.histogram_read(cfg, window), marker, cfg.order)
 
+    plain_window = windows.split_region(window)[1]
+    regions = [("", "Global", not where.region)] + [
+        (r.slug, r.slug.upper(), r.slug == where.region) for r in cfg.regions
+    ]
     pages = max(1, min(math.ceil(total / PAGE_SIZE), MAX_PAGE))
+    past = _past_windows(cfg, now, game_obj.retention_periods, where)
+    ws_query = {"window": where.spec if where.is_current else plain_window}
+    if where.region:
+        ws_query["region"] = where.region
     context = {
         "game": game_obj,
         "board": cfg,
-        "spec": spec,
+        "spec": where.spec,
+        "region": where.region,
+        "here": where.query(),
+        "region_q": "&" + urlencode({"region": where.region}) if where.region else "",
+        "regions": regions if cfg.regions else [],
         "window": window,
-        "window_label": _window_label(window),
-        "tabs": [(kind, label, w == window) for kind, label, w in current],
-        "past": [(w, _window_label(w), w == window) for w, _ in _past_windows(cfg, now, game_obj.retention_periods)],
-        "is_current": is_current,
+        "window_label": _window_label(plain_window) + (f" · {where.region.upper()}" if where.region else ""),
+        "tabs": [(kind, label, w == window) for kind, label, w in where.current],
+        "past": [(w, _window_label(w), w == plain_window) for w in past],
+        "is_current": where.is_current,
         "frozen": freeze,
         "rows": rows,
         "last_rank": rows[-1].rank if rows else None,
@@ -385,11 +431,42 @@ def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
         "results": results,
         "focus": focus,
         "chart": chart,
-        "live": is_current,
-        "ws_path": f"/ws/games/{cfg.game_slug}/boards/{cfg.slug}/?window={spec if is_current else window}",
+        "live": where.is_current,
+        "ws_path": f"/ws/games/{cfg.game_slug}/boards/{cfg.slug}/?{urlencode(ws_query)}",
         "me_player": card.player if card else "",
     }
     return render(request, "pages/board.html", context)
+
+
+def _mine(cfg: BoardConfig, where: Where, me_pk: int | None) -> tuple[Card | None, list[Row] | None]:
+    """The signed-in player's rank card and friends' board (None, None for anyone else)."""
+    if me_pk is None:
+        return None, None
+    freeze = where.freeze
+    card = _frozen_card(freeze, me_pk, me_pk) if freeze else _live_card(cfg, where.window, me_pk, me_pk)
+    return card, _friends(cfg, where.window, freeze, me_pk)
+
+
+RANK_CARD_PART = "rank-card"
+
+
+def _rank_card_part(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | None) -> HttpResponse:
+    """`?part=rank-card`: the signed-in player's own rank card and friends' board, as the full
+    page renders them, for static/js/live.js to swap in when a `rank` or `passed` message
+    arrives (the message carries only the rank and score; the percentile and the neighbours
+    come from here). Only ever the session's own player, whatever else the query says; anyone
+    else (anonymous, or a user who does not play this game) gets 204 and no body."""
+    card, friends = _mine(cfg, where, me_pk)
+    if card is None:
+        response = HttpResponse(status=204)
+    else:
+        response = render(
+            request,
+            "pages/_rank_card_part.html",
+            {"card": card, "friends": friends, "public_depth": PUBLIC_DEPTH},
+        )
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 def _friends(cfg: BoardConfig, window: str, freeze: Any, me_pk: int) -> list[Row]:

@@ -4,8 +4,10 @@
  * /ws/games/{game}/boards/{board}/?window=... (the session cookie identifies a signed-in
  * player), then
  *   {"type": "top", "entries": [...]}       -> the first 10 rows of the table (page 1 only)
- *   {"type": "rank", "rank", "score"}       -> the "your rank" card
- *   {"type": "passed", "by": {...}, "rank"} -> a notice, and the card's rank
+ *   {"type": "rank", "rank", "score"}       -> the "your rank" card's rank and score at once,
+ *                                              then the whole card and the friends' board
+ *                                              fetched from the server (?part=rank-card)
+ *   {"type": "passed", "by": {...}, "rank"} -> a notice, and the same
  * A dropped connection is retried with exponential backoff (1 s doubling to 30 s, with
  * jitter); the pill next to the title says live / connecting / offline. */
 (function () {
@@ -18,6 +20,9 @@
   var tbody = document.getElementById("top-body");
   var me = root.dataset.me || "";
   var windowSpec = root.dataset.window || "all";
+  var region = root.dataset.region || "";
+  var here = "?window=" + encodeURIComponent(windowSpec) + (region ? "&region=" + encodeURIComponent(region) : "");
+  var REFRESH_MS = 1000; // at most one card fetch a second, however many messages arrive
   var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + root.dataset.ws;
   var backoff = 1000;
   var socket = null;
@@ -52,7 +57,7 @@
     td.className = "player";
     var a = document.createElement("a");
     a.className = "name";
-    a.href = "?window=" + encodeURIComponent(windowSpec) + "&player=" + encodeURIComponent(e.player);
+    a.href = here + "&player=" + encodeURIComponent(e.player);
     a.textContent = e.display_name || e.player;
     td.appendChild(a);
     tr.appendChild(td);
@@ -92,10 +97,44 @@
       card.dataset.rank = rank == null ? "" : String(rank);
       if (score != null) card.dataset.score = String(score);
     }
-    // The rank message carries no percentile or neighbours: grey out what is now as of page load.
-    ["my-percentile", "my-share", "my-around"].forEach(function (id) {
-      var el = document.getElementById(id);
-      if (el) { el.classList.add("stale"); el.title = "as of page load: reload for the current figure"; }
+    // The message carries no percentile or neighbours: the server renders the card again.
+    refreshMine();
+  }
+
+  // The rank card and the friends' board, rendered by the server as on a full page. Bursts
+  // coalesce: one fetch in flight at a time, at most one a second; a change meanwhile asks for
+  // one more fetch after it (so the last change is always reflected).
+  var fetching = false;
+  var wanted = false;
+  var lastFetch = 0;
+  var refreshTimer = null;
+
+  function refreshMine() {
+    if (!document.getElementById("my-card")) return;
+    wanted = true;
+    if (fetching || refreshTimer) return;
+    var wait = lastFetch + REFRESH_MS - Date.now();
+    if (wait > 0) { refreshTimer = setTimeout(function () { refreshTimer = null; refreshMine(); }, wait); return; }
+    wanted = false;
+    fetching = true;
+    lastFetch = Date.now();
+    fetch(location.pathname + here + "&part=rank-card", {credentials: "same-origin", headers: {Accept: "text/html"}})
+      .then(function (response) { return response.status === 200 ? response.text() : null; })
+      .then(function (html) { if (html) swapMine(html); })
+      .catch(function () { /* the next message tries again */ })
+      .then(function () {
+        fetching = false;
+        if (wanted) refreshMine();
+      });
+  }
+
+  function swapMine(html) {
+    var tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    ["my-card", "friends"].forEach(function (id) {
+      var fresh = tpl.content.getElementById(id);
+      var old = document.getElementById(id);
+      if (fresh && old) old.replaceWith(fresh);
     });
   }
 
@@ -119,6 +158,7 @@
       var who = msg.by.display_name || msg.by.player;
       notice(who + " passed you" + (msg.rank != null ? ": you are now #" + fmt(msg.rank) : ""));
       if (msg.rank != null) showRank(msg.rank, null);
+      refreshMine(); // the friends' board changed order even if the rank did not
     }
   }
 
