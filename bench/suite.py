@@ -61,6 +61,7 @@ from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor
 from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp
 from bench.server import SERVERS, ServerProcess
+from scripts.web import DEFAULT_WORKERS as DEFAULT_WEB_WORKERS
 
 # In the order they run: anchors first, reads before writes (writes move the board), freeze last.
 SCENARIOS = (
@@ -800,7 +801,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
     parser.add_argument("--server", choices=tuple(SERVERS), default=DEFAULT_SERVER,
                         help=f"serving setup (bench/server.py; default {DEFAULT_SERVER}, what `make run` starts)")  # fmt: skip
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
+    parser.add_argument("--workers", type=int, default=DEFAULT_WEB_WORKERS,
+                        help=f"HTTP worker processes (default {DEFAULT_WEB_WORKERS}: what `make run` starts)")  # fmt: skip
     parser.add_argument("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
     parser.add_argument("--board", default="rating", help="board of bench/game.toml (default rating)")
     parser.add_argument("--token-pool", type=int, default=2000, help="players the rank scenarios read (default 2000)")
