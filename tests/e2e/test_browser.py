@@ -17,7 +17,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from boards.redis import REDIS_DOWN
 from boards.tasks import live_flush
-from scores.models import Player, PlayerAccount
+from scores.models import Board, Game, Player, PlayerAccount, Region
+from scores.selectors import config_cache_clear
 from tests.conftest import SignedClient
 from tests.e2e.conftest import SCREENSHOTS, screenshot
 
@@ -67,6 +68,17 @@ def _top_players(driver) -> list[str]:
     # read in one script: live.js may replace the rows between two WebDriver calls
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('#top-body tr[data-player]'), tr => tr.dataset.player)"
+    )
+
+
+def _mine(driver) -> dict:
+    """The rank card's percentile and neighbours and the friends' board, read in one script
+    (live.js may swap the card between two WebDriver calls)."""
+    return driver.execute_script(
+        "const names = sel => Array.from(document.querySelectorAll(sel), e => e.textContent.trim());"
+        "const p = document.getElementById('my-percentile');"
+        "return {percentile: p ? p.textContent.trim() : null,"
+        "        around: names('#my-around .name'), friends: names('#friends tbody .name')};"
     )
 
 
@@ -126,17 +138,59 @@ def test_a_signed_in_player_sees_their_rank_card_and_a_friend_passing_them(web, 
     friends = [tr.text.split()[1] for tr in browser.find_elements(By.CSS_SELECTOR, "#friends tbody tr")]
     assert friends == ["Bo", "Me"]
     _live(browser)
+    browser.execute_script("window.__sameDocument = true;")
     screenshot(browser, "board-signed-in")
+
+    assert _mine(browser) == {
+        "percentile": "33.33",
+        "around": ["Ana", "Bo", "Me Myself"],
+        "friends": ["Bo", "Me Myself"],
+    }
 
     _submit(server, "m-2", [_result("me", 1600)])  # I climb to first
     _wait_live(browser, lambda d: d.find_element(By.ID, "my-rank").text == "#1", "my rank never changed live")
     assert browser.find_element(By.ID, "my-score").text == "1,600"
+    # the percentile, the neighbours and the friends' board follow (fetched after the message)
+    want = {"percentile": "100.00", "around": ["Me Myself", "Ana", "Bo"], "friends": ["Me Myself", "Bo"]}
+    _wait(browser, lambda d: _mine(d) == want, "the percentile and neighbours did not follow my rank")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#my-card .stale")
+    assert browser.execute_script("return window.__sameDocument === true"), "the page was reloaded"
 
     _submit(server, "m-3", [_result("bo", 1700)])  # my friend passes me
     notice = _wait_live(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#notices .notice"), "no passed notice")
     assert "Bo passed you" in notice[0].text
     _wait_live(browser, lambda d: d.find_element(By.ID, "my-rank").text == "#2", "my rank did not follow the pass")
+    want = {"percentile": "66.66", "around": ["Bo", "Me Myself", "Ana"], "friends": ["Bo", "Me Myself"]}
+    _wait(browser, lambda d: _mine(d) == want, "the card did not follow the pass")  # floored, as in the API
+    assert browser.execute_script("return window.__sameDocument === true"), "the page was reloaded"
     screenshot(browser, "board-friend-passed")
+
+
+def test_a_regions_board_page_updates_live_with_that_regions_results(web, browser, server) -> None:
+    game = Game.objects.get(slug="chess")
+    Region.objects.create(game=game, slug="eu", timezone="Europe/Paris")
+    Region.objects.create(game=game, slug="us", timezone="America/New_York")
+    Board.objects.filter(game=game, slug="rating").update(regions=True)
+    config_cache_clear()  # this process's; the web tier's processes load the game afresh
+    _submit(
+        server, "m-1", [{**_result("ana", 1500, "Ana"), "region": "eu"}, {**_result("bo", 1600, "Bo"), "region": "us"}]
+    )
+    browser.get(f"{web.url}/games/chess/boards/rating/")
+    browser.find_element(By.LINK_TEXT, "EU").click()
+    _wait(browser, lambda d: _top_players(d) == ["ana"], "the EU board did not open")
+    assert "region=eu" in browser.find_element(By.ID, "board-page").get_attribute("data-ws")
+    _live(browser)
+    browser.execute_script("window.__sameDocument = true;")
+
+    _submit(server, "m-2", [{**_result("cy", 1900, "Cyrus"), "region": "us"}])  # another region's: not here
+    _submit(server, "m-3", [{**_result("dee", 1700, "Dee"), "region": "eu"}])
+    _wait_live(browser, lambda d: _top_players(d) == ["dee", "ana"], "the region's new leader never appeared")
+    assert browser.execute_script("return window.__sameDocument === true"), "the page was reloaded"
+    # the window tabs keep the region
+    browser.find_element(By.LINK_TEXT, "This week").click()
+    _wait(browser, lambda d: "region=eu" in d.current_url, "the tab lost the region")
+    assert _top_players(browser) == ["dee", "ana"]
+    screenshot(browser, "board-region")
 
 
 def test_the_page_reconnects_by_itself_after_the_server_went_away(web, browser, server) -> None:
