@@ -93,12 +93,33 @@
     var s = document.getElementById("my-score");
     if (r) r.textContent = rank == null ? "No score in this window yet." : "#" + fmt(rank);
     if (s && score != null) s.textContent = fmt(score);
+    if (score != null) moveMarker(score);
     if (card) {
       card.dataset.rank = rank == null ? "" : String(rank);
       if (score != null) card.dataset.score = String(score);
     }
     // The message carries no percentile or neighbours: the server renders the card again.
     refreshMine();
+  }
+
+  // The chart's "you" marker follows the score (the bars are the histogram beat refreshes).
+  function moveMarker(score) {
+    var line = document.getElementById("my-marker");
+    var label = document.getElementById("my-marker-label");
+    var svg = line && line.ownerSVGElement;
+    if (!svg || !label) return;
+    var lo = Number(svg.dataset.lo), hi = Number(svg.dataset.hi), w = Number(svg.dataset.w);
+    var inside = score >= lo && score <= hi;
+    line.style.display = label.style.display = inside ? "" : "none";
+    if (!inside) return;
+    var x = ((score - lo + 0.5) / (hi - lo + 1) * w).toFixed(1);
+    var right = x > w * 0.7;
+    line.setAttribute("x1", x);
+    line.setAttribute("x2", x);
+    label.setAttribute("x", x);
+    label.setAttribute("text-anchor", right ? "end" : "start");
+    label.setAttribute("dx", right ? "-4" : "4");
+    label.textContent = "you: " + fmt(score);
   }
 
   // The rank card and the friends' board, rendered by the server as on a full page. Bursts
