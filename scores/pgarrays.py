@@ -43,16 +43,13 @@ def texts(values: Iterable[str | None]) -> str:
 def timestamps(values: Iterable[datetime | None]) -> str:
     """A timestamptz[] literal of aware datetimes (ISO 8601 with offset: no character that
     needs quoting). A batch shares few distinct instants, so each is formatted once."""
-    seen: dict[datetime, str] = {}
-    out = []
-    for v in values:
+    vals = values if isinstance(values, list) else list(values)
+    text: dict[datetime | None, str] = {}
+    for v in set(vals):
         if v is None:
-            out.append("NULL")
-            continue
-        text = seen.get(v)
-        if text is None:
-            if v.tzinfo is None:
-                raise ValueError("naive datetime: the ingest path only sends aware instants")
-            text = seen[v] = v.isoformat()
-        out.append(text)
-    return "{" + ",".join(out) + "}"
+            text[v] = "NULL"
+        elif v.tzinfo is None:
+            raise ValueError("naive datetime: the ingest path only sends aware instants")
+        else:
+            text[v] = v.isoformat()
+    return "{" + ",".join(map(text.__getitem__, vals)) + "}"
