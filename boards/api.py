@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from boards import histogram, selectors
+from boards.redis import REDIS_DOWN
 from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import ErrorBodySerializer, NotFound
 from scores import windows
@@ -315,6 +316,52 @@ class PlayerReadApi(APIView):
 
 
 class PlayerStandingApi(PlayerReadApi):
+    _prefetched: tuple[tuple[BoardConfig, str, int, int], list[Any]] | None = None
+
+    def _own_read(self, request: Request) -> tuple[BoardConfig, str, int, int] | None:
+        """(board, window, player, around) when a player token reads its own standing with
+        plain parameters and everything is in this process's caches; None for anything else."""
+        user = request.user
+        if not isinstance(user, PlayerPrincipal):
+            return None
+        kw = self.kwargs
+        cfg = cached_board(kw["game"], kw["board"])
+        if cfg is None or cfg.game_id != user.game_id:
+            return None
+        if selectors.player_pk_cached(cfg.game_id, kw["player"]) != user.player_pk:
+            return None
+        try:
+            q = _query(PlayerQuerySerializer, request)
+            window = _window(cfg, q["window"], q.get("region"))
+        except exceptions.APIException:
+            return None
+        return cfg, window, user.player_pk, q["around"]
+
+    def check_throttles(self, request: Request) -> None:
+        """A player reading their own standing (the hot read) has its rate limits counted by
+        the page script itself: one Redis round trip instead of two. The 429 still comes
+        before anything the view would answer, and a refused request reads no board. Any
+        other read is throttled on its own first, as DRF does."""
+        throttles = self.get_throttles()
+        plan = self._own_read(request) if len(throttles) == 1 else None
+        throttle = throttles[0] if plan is not None else None
+        if not isinstance(throttle, PlayerReadThrottle):
+            return super().check_throttles(request)
+        now = time.time()
+        limits, counters, args = throttle.counters(request, now)
+        if not limits:
+            return None
+        cfg, window, pk, around = plan
+        try:
+            reply = selectors.standing_reply(cfg, window, pk, around, counters, args)
+        except REDIS_DOWN:
+            return None  # let through, as the throttle does; the read degrades to Postgres
+        if len(reply) == 1:
+            throttle.verdict(limits, int(reply[0]), now)
+            self.throttled(request, throttle.wait())
+        self._prefetched = (plan, reply)
+        return None
+
     @extend_schema(
         operation_id="boards_player",
         parameters=[
@@ -332,11 +379,15 @@ class PlayerStandingApi(PlayerReadApi):
         summary="A player's exact rank, percentile and the players around them",
     )
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
-        cfg = _board(game, board)
-        q = _query(PlayerQuerySerializer, request)
-        window = _window(cfg, q["window"], q.get("region"))
-        pk = self.player_pk(request, cfg, player)
-        standing = selectors.player_standing(cfg, window, pk, q["around"])
+        if self._prefetched is not None:
+            (cfg, window, pk, around), reply = self._prefetched
+        else:
+            cfg = _board(game, board)
+            q = _query(PlayerQuerySerializer, request)
+            window = _window(cfg, q["window"], q.get("region"))
+            pk = self.player_pk(request, cfg, player)
+            around, reply = q["around"], None
+        standing = selectors.player_standing(cfg, window, pk, around, reply=reply)
         me = standing.me
         body = {
             "game": game,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,11 @@ def player_pk(game_id: int, external_id: str) -> int | None:
     return pk
 
 
+def player_pk_cached(game_id: int, external_id: str) -> int | None:
+    """player_pk if this process already knows it, else None (no cache or database read)."""
+    return _local_player_ids.get((game_id, external_id))
+
+
 def friend_pks(pk: int) -> list[int]:
     key = f"friends:{pk}"
     found = cache.get(key)
@@ -201,13 +207,24 @@ def _from_postgres(s: DurableSlice) -> _Slice:
     return _Slice(total=s.total, start=s.start, rows=s.rows, better=s.better, profiles=s.profiles)
 
 
-def _page_script(board: BoardConfig, window: str, *args: Any) -> list[Any]:
+def _page_script(
+    board: BoardConfig, window: str, *args: Any, counters: Sequence[str] = (), limits: Sequence[int] = ()
+) -> list[Any]:
     r = get_redis()
     return script("page")(
-        keys=[keys.board_key(board.id, window)],
-        args=[*args, encoding.TIME_SPAN, GROUP_CAP, "1" if board.rank_display == "shared" else "0"],
+        keys=[keys.board_key(board.id, window), *counters],
+        args=[*args, encoding.TIME_SPAN, GROUP_CAP, "1" if board.rank_display == "shared" else "0", *limits],
         client=r,
     )
+
+
+def standing_reply(
+    board: BoardConfig, window: str, pk: int, around: int, counters: Sequence[str], limits: Sequence[int]
+) -> list[Any]:
+    """page.lua's answer for player_standing(..., reply=), with the rate-limit counters
+    (PlayerReadThrottle.counters) counted in the same round trip. A one-element list means
+    limit number reply[0] refused the request and the board was not read. Raises REDIS_DOWN."""
+    return _page_script(board, window, "member", pk, around, counters=counters, limits=limits)
 
 
 # --- public reads ---------------------------------------------------------------------------
@@ -227,9 +244,13 @@ def board_range(board: BoardConfig, window: str, start: int, stop: int) -> list[
     return board_top(board, window, start, stop - start + 1).entries
 
 
-def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> Standing:
+def player_standing(
+    board: BoardConfig, window: str, pk: int, around: int, *, reply: list[Any] | None = None
+) -> Standing:
+    """`reply`: page.lua's answer already fetched for exactly these arguments (standing_reply)."""
     try:
-        reply = _page_script(board, window, "member", pk, around)
+        if reply is None:
+            reply = _page_script(board, window, "member", pk, around)
         if reply[5] is None or reply[5] is False:
             return Standing(window, int(reply[0]), None, None, [])
         s = _from_redis(board, window, reply)

@@ -66,22 +66,33 @@ class PlayerReadThrottle(BaseThrottle):
             out.append(("address_reads", self.get_ident(request), *rate))
         return out
 
-    def allow_request(self, request: Request, view: object) -> bool:
+    def counters(self, request: Request, now: float) -> tuple[list[tuple[str, str, int, int]], list[str], list[int]]:
+        """The limits that apply, their counters' keys in the current windows and the script's
+        ARGV pairs (allowed, seconds): what throttle.lua (or page.lua, folded) takes."""
         limits = self.limits(request)
-        if not limits:
-            return True
-        now = time.time()
         counters = [keys.throttle_key(scope, ident, int(now // seconds)) for scope, ident, _, seconds in limits]
         args = [n for _, _, allowed, seconds in limits for n in (allowed, seconds)]
-        try:
-            exceeded = int(script("throttle")(keys=counters, args=args, client=get_redis()))
-        except REDIS_DOWN:
-            return True
+        return limits, counters, args
+
+    def verdict(self, limits: list[tuple[str, str, int, int]], exceeded: int, now: float) -> bool:
+        """Whether the request may go on, given the script's answer (0, or the 1-based index
+        of the first limit exceeded); sets Retry-After when not."""
         if exceeded:
             seconds = limits[exceeded - 1][3]
             self.retry_after = max(1, math.ceil(seconds - now % seconds))  # when its window ends
             return False
         return True
+
+    def allow_request(self, request: Request, view: object) -> bool:
+        now = time.time()
+        limits, counters, args = self.counters(request, now)
+        if not limits:
+            return True
+        try:
+            exceeded = int(script("throttle")(keys=counters, args=args, client=get_redis()))
+        except REDIS_DOWN:
+            return True
+        return self.verdict(limits, exceeded, now)
 
     def wait(self) -> float | None:
         return self.retry_after

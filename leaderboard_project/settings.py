@@ -48,11 +48,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # static files (the admin's CSS, the player pages' assets) from the web process itself
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, auth and messages middleware, stepping aside for API requests that carry
+    # a player token or a signature (leaderboard_project/middleware.py)
+    "leaderboard_project.middleware.ApiSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "leaderboard_project.middleware.ApiAuthenticationMiddleware",
+    "leaderboard_project.middleware.ApiMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

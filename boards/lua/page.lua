@@ -3,14 +3,20 @@ page.lua: one page of a board in a single round trip, with what the reader needs
 the contract's last tie-break (player id) and shared ranks.
 
 KEYS[1]  the board window's sorted set
+KEYS[2..] optional: rate-limit counters, as throttle.lua takes them, so a throttled read costs
+         one round trip (boards/api.py folds a player's own rank read into it)
 ARGV[1]  mode: "range" (ARGV[2], ARGV[3] = first and last 0-based position, inclusive)
                "member" (ARGV[2] = member, ARGV[3] = how many neighbours on each side)
 ARGV[4]  2^TIME_BITS as a decimal string (the value part of a score is floor(score / ARGV[4]))
 ARGV[5]  maximum members returned per group of identical scores at the page's edges
 ARGV[6]  "1" on a board with shared ranks: count `better` for every value on the page;
          otherwise only for the member's own value (its percentile needs it)
+ARGV[5 + 2i], ARGV[6 + 2i]  for counter KEYS[1 + i]: requests allowed per window, window seconds
 
-Returns {total, above_first, page, edges, better, my_score}
+Returns {exceeded} (one element: the 1-based index of the first limit exceeded) when a limit
+refuses the request, without reading the board; otherwise
+
+        {total, above_first, page, edges, better, my_score}
   total        ZCARD
   above_first  members with a strictly greater score than the page's first entry
   page         flat {member, score, ...} in Redis order
@@ -20,6 +26,22 @@ Returns {total, above_first, page, edges, better, my_score}
   my_score     the member's score (mode "member"), false if it is not on the board
 Scores travel as the strings Redis gives, never through Lua's number formatting.
 ]]
+-- the rate limits first, exactly as throttle.lua counts them
+local exceeded = 0
+for i = 2, #KEYS do
+  local count = redis.call('INCR', KEYS[i])
+  local seconds = tonumber(ARGV[6 + 2 * (i - 1)])
+  if count == 1 then
+    redis.call('EXPIRE', KEYS[i], seconds + 1)
+  end
+  if count > tonumber(ARGV[5 + 2 * (i - 1)]) and exceeded == 0 then
+    exceeded = i - 1
+  end
+end
+if exceeded > 0 then
+  return {exceeded}
+end
+
 local key = KEYS[1]
 local span = tonumber(ARGV[4])
 local group_cap = tonumber(ARGV[5])
