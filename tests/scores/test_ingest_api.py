@@ -280,9 +280,12 @@ def test_single_submission_query_count_is_pinned(server: SignedClient, game) -> 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    server.post(URL, a_match("warm-up"))  # the game config is now cached in this process
+    # A match that ended just now: no window of it has ended, so no frozen-window check runs
+    # (a late result costs one more SELECT; a fixed date here made the count depend on today).
+    just_now = (timezone.now() - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    server.post(URL, a_match("warm-up", ended_at=just_now))  # the game config is now cached in this process
     with CaptureQueriesContext(connection) as ctx:
-        better = a_match("m-counted", results=[{"player": "p42", "board": "rating", "score": 1500}])
+        better = a_match("m-counted", ended_at=just_now, results=[{"player": "p42", "board": "rating", "score": 1500}])
         assert server.post(URL, better).status_code == 201
     # one transaction: which matches are stored already (anti-cheat rules judge new ones only;
     # the game fixture's boards have every rule off), match, players (upsert and read in one
