@@ -19,16 +19,20 @@ from django.http import HttpRequest, HttpResponse
 from leaderboard_project.errors import error_response
 
 API_PREFIX = "/api/"
-# The API's own credentials (scores/auth.py): with either, DRF never falls back to the session.
-CREDENTIAL_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_X_KEY_ID", "HTTP_X_SIGNATURE")
 
 
 def carries_api_credentials(request: HttpRequest) -> bool:
-    """An /api/ request authenticated by its own headers, which needs no session."""
+    """An /api/ request authenticated by the API's own headers (scores/auth.py): a bearer token
+    or a server key's signature. With either, DRF answers from them (or 401) and never falls
+    back to the session. Any other Authorization (say, Basic from a proxy in front) keeps it."""
     if not request.path_info.startswith(API_PREFIX):
         return False
     meta = request.META
-    return any(name in meta for name in CREDENTIAL_HEADERS)
+    return (
+        "HTTP_X_KEY_ID" in meta
+        or "HTTP_X_SIGNATURE" in meta
+        or meta.get("HTTP_AUTHORIZATION", "").startswith("Bearer ")
+    )
 
 
 class BodySizeLimitMiddleware:

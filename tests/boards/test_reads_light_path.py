@@ -34,6 +34,10 @@ def test_staff_can_read_the_api_with_their_session(board) -> None:
     plain.force_login(User.objects.create_user("someone", password="pw"))
     assert_error(plain.get(STANDING.format("p7")), 403, "forbidden")
     assert Client().get(STANDING.format("p7")).status_code == 401
+    # a proxy's Basic credentials in front of the service are not the API's: the session counts
+    behind_proxy = Client(headers={"Authorization": "Basic b3BzOnB3"})
+    behind_proxy.force_login(User.objects.get(username="ops"))
+    assert behind_proxy.get(STANDING.format("p7")).status_code == 200
 
 
 def test_a_token_read_neither_reads_nor_sets_a_session(board) -> None:
