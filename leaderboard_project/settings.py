@@ -146,7 +146,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # Served straight from the apps' and static/ folders: no collectstatic step before `make run`.
 WHITENOISE_USE_FINDERS = True
 # With finders, STATIC_ROOT exists only after an optional collectstatic (production images).
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+# (WhiteNoise warns with stacklevel pointing into Django, so filter by message, not module.)
+warnings.filterwarnings("ignore", message="No directory at: .*staticfiles", category=UserWarning)
 WHITENOISE_AUTOREFRESH = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
