@@ -237,16 +237,16 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
     report = board_services.boards_rebuild(boards=[board_obj])
     rebuild_seconds = time.perf_counter() - rebuild_started
     memory_after = int(r.info("memory")["used_memory"])
-    key = f"lb:{board.id}:all"  # boards/keys.py board_key()
-    members = int(r.zcard(key))
+    set_key = f"lb:{board.id}:all"  # boards/keys.py board_key()
+    members = int(r.zcard(set_key))
     if members != args.players:
         raise BenchError(f"the rebuilt board holds {members:,} members, expected {args.players:,}")
     memory = {
-        "key": key,
+        "key": set_key,
         "members": members,
         "used_memory_delta": memory_after - memory_before,
         "bytes_per_member_used_memory": (memory_after - memory_before) / members,
-        "memory_usage": int(r.memory_usage(key, samples=0) or 0),
+        "memory_usage": int(r.memory_usage(set_key, samples=0) or 0),
     }
     memory["bytes_per_member_memory_usage"] = memory["memory_usage"] / members
     step("rebuild")
