@@ -83,7 +83,6 @@ CHECK_TIED = 5  # of the CHECK_PLAYERS, drawn among tied players: the last tie-b
 CHECK_FRIEND_LISTS = 2
 COPY_CHUNK = 50_000
 BUSY_WARNING = 0.2  # the machine's busy share before a scenario above which results are suspect
-OTHER_CORES_LIMIT = 0.25  # CPU cores other work may take during a window before it is run again
 ERROR_SAMPLES = 5
 
 
@@ -559,21 +558,14 @@ def run_measured(ctx: Context, name: str, scenario: Scenario) -> dict[str, Any]:
     attempt other work disturbed least."""
     # py-spy (--profile) runs next to the server and counts as other work: no retries then.
     retries = 0 if ctx.args.profile else ctx.args.retries
-    attempts: list[dict[str, Any]] = []
-    while True:
+
+    def once() -> dict[str, Any]:
         with ServerProcess(name, ctx.env, workers=ctx.args.workers, extra_env=ctx.server_env) as server:
             row = run_scenario(ctx, server, scenario)
             row["server_command"] = server.command
-        attempts.append(row)
-        other = row["cpu_cores"].get("other", 0.0)
-        if other <= OTHER_CORES_LIMIT or len(attempts) > retries:
-            break
-        log(f"{name} / {scenario.name}: other work used {other:.2f} cores during the window; once more")
-    best = min(attempts, key=lambda row: row["cpu_cores"].get("other", 0.0))
-    best["discarded_attempts"] = [
-        {k: row[k] for k in ("requests_per_s", "latency_ms", "cpu_cores")} for row in attempts if row is not best
-    ]
-    return best
+            return row
+
+    return cpu.least_disturbed(once, retries, f"{name} / {scenario.name}", log)
 
 
 # --------------------------------------------------------------------------- correctness

@@ -82,7 +82,6 @@ DEFAULT_SERVER: str = getattr(server_module, "DEFAULT_SERVER", "uvicorn")  # wha
 MIX = {"submit": 5, "rank": 60, "top": 30, "friends": 5}  # per 100 requests
 FULL_MIRROR_CHECK_PLAYERS = 2_000_000  # above: the mirror is checked for the players written only
 FRESHNESS_TIMEOUT = 5.0  # seconds a probe polls before counting its result as not visible
-OTHER_CORES_LIMIT = 0.25  # other work's CPU during a window above which a read scenario runs again
 BUSY_LIMIT = 0.2
 DOCS_FILE = REPO_ROOT / "docs" / "BENCHMARKS.md"
 DOCS_IMAGES = REPO_ROOT / "docs" / "benchmarks"
@@ -263,24 +262,16 @@ def measure(
     warm: Sequence[reads.Scenario] = (),
 ) -> dict[str, Any]:
     """One scenario over HTTP: closed loop at `concurrency` connections, or open loop at `rate`
-    requests a second. Read-only scenarios disturbed by other work (> OTHER_CORES_LIMIT cores
+    requests a second. Read-only scenarios disturbed by other work (> cpu.OTHER_CORES_LIMIT cores
     during the window) run again, up to --retries times; the least disturbed attempt is kept."""
     args = run.args
     retries = 0 if submissions else args.retries
-    attempts: list[dict[str, Any]] = []
-    while True:
+
+    def once() -> dict[str, Any]:
         with serving(run) as srv:
-            detail = _measure_once(run, srv, name, make_request, submissions, concurrency, rate, warm)
-        attempts.append(detail)
-        other = detail["cpu_cores"].get("other", 0.0)
-        if other <= OTHER_CORES_LIMIT or len(attempts) > retries:
-            break
-        log(f"{name}: other work used {other:.2f} cores during the window; once more")
-    best = min(attempts, key=lambda d: d["cpu_cores"].get("other", 0.0))
-    best["discarded_attempts"] = [
-        {k: d[k] for k in ("requests_per_s", "latency_ms", "cpu_cores")} for d in attempts if d is not best
-    ]
-    return best
+            return _measure_once(run, srv, name, make_request, submissions, concurrency, rate, warm)
+
+    return cpu.least_disturbed(once, retries, name, log)
 
 
 def _measure_once(
