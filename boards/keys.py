@@ -78,5 +78,13 @@ def live_last_top(board_id: int, window: str) -> str:
     return f"lb:live:top:{board_id}:{window}"
 
 
+def live_top_gate(board_id: int, window: str) -> str:
+    return f"lb:live:topgate:{board_id}:{window}"
+
+
+def live_top_pending() -> str:
+    return "lb:live:top_pending"
+
+
 def throttle_key(scope: str, ident: str, window: int) -> str:
     return f"lb:throttle:{scope}:{ident}:{window}"

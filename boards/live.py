@@ -57,7 +57,16 @@ PUBLISH_FAILED = (*REDIS_DOWN, RedisError)
 
 
 def interval_ms() -> int:
+    """At most one top message per board window per this long (contract section 9)."""
     return int(settings.LIVE_INTERVAL_SECONDS * 1000)
+
+
+def tick_ms() -> int:
+    """At most one update per board window per this long: each tells the sockets to re-read
+    their players' standings, and carries the top 10 only when interval_ms() allows one.
+    Shorter than the top's interval so a player's own rank follows within a second even
+    under a steady stream of results."""
+    return min(int(settings.LIVE_TICK_SECONDS * 1000), interval_ms())
 
 
 # --- names ----------------------------------------------------------------------------------
@@ -96,7 +105,7 @@ def windows_changed(pairs: Iterable[tuple[int, str]]) -> int:
     try:
         now, due, held = script("live_mark")(
             keys=[keys.live_watched(), keys.live_due(), keys.live_dirty()],
-            args=[interval_ms(), *members],
+            args=[tick_ms(), *members],
             client=get_redis(),
         )
     except REDIS_DOWN as exc:
@@ -124,10 +133,22 @@ def _trailing_schedule(now_ms: int, due_ms: set[int]) -> None:
 
 def flush_due() -> int:
     """The trailing edge (a scheduled Celery task, and beat): publish held-back changes due now."""
+    r = get_redis()
     due = script("live_flush")(
-        keys=[keys.live_watched(), keys.live_due(), keys.live_dirty()], args=[interval_ms()], client=get_redis()
+        keys=[keys.live_watched(), keys.live_due(), keys.live_dirty()], args=[tick_ms()], client=r
     )
-    return _publish([parse_member(m) for m in due])
+    pairs = {parse_member(m) for m in due}
+    # tops held back by their own interval: whoever removes the entry publishes it
+    now_ms = _redis_ms(r)
+    for m in r.zrangebyscore(keys.live_top_pending(), "-inf", now_ms):
+        if r.zrem(keys.live_top_pending(), m):
+            pairs.add(parse_member(m))
+    return _publish(sorted(pairs))
+
+
+def _redis_ms(r) -> int:
+    seconds, micros = r.time()
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
 def watched_changed(*, rolling_only: bool = False) -> int:
@@ -177,6 +198,23 @@ def _top_if_changed(board: BoardConfig, window: str) -> str | None:
     return None if previous == digest else text
 
 
+def _top_due(board_id: int, window: str) -> bool:
+    """Whether this update may carry a top message (one per interval_ms() per board window).
+    When it may not, the window is queued for a publish the moment it may, so the last change
+    of a burst still reaches the top 10."""
+    r = get_redis()
+    if r.set(keys.live_top_gate(board_id, window), 1, nx=True, px=interval_ms()):
+        return True
+    pipe = r.pipeline(transaction=False)
+    pipe.pttl(keys.live_top_gate(board_id, window))
+    pipe.time()
+    left_ms, (seconds, micros) = pipe.execute()
+    due_ms = int(seconds) * 1000 + int(micros) // 1000 + max(int(left_ms), 0)
+    if r.zadd(keys.live_top_pending(), {member(board_id, window): due_ms}, nx=True):
+        _trailing_schedule(due_ms - max(int(left_ms), 0), {due_ms})
+    return False
+
+
 def _publish(pairs: list[tuple[int, str]]) -> int:
     messages = []
     for board_id, window in pairs:
@@ -184,7 +222,7 @@ def _publish(pairs: list[tuple[int, str]]) -> int:
         if board is None:
             continue
         try:
-            top = _top_if_changed(board, window)
+            top = _top_if_changed(board, window) if _top_due(board_id, window) else None
         except REDIS_DOWN as exc:
             log.warning("live: Redis unavailable, board %d window %s not published: %s", board_id, window, exc)
             continue

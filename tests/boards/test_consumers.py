@@ -337,6 +337,32 @@ async def test_a_burst_of_1000_results_yields_a_couple_of_top_messages(server: S
     await comm.disconnect()
 
 
+def test_a_players_rank_follows_a_steady_stream_faster_than_the_top(ranked: SignedClient, settings) -> None:
+    """The top 10 is held to one message per interval; a player's own rank is not held with it."""
+    settings.LIVE_INTERVAL_SECONDS = 60.0  # the top's gate cannot reopen during this test
+    settings.LIVE_TICK_SECONDS = 0.05
+    _rank_before_top(ranked)
+
+
+@async_to_sync
+async def _rank_before_top(ranked: SignedClient) -> None:
+    p5 = await opened(WS + f"?token={await sync_to_async(token_of)('p5')}")
+    assert is_top(json.loads(await p5.receive_from(timeout=DEADLINE)))
+    assert json.loads(await p5.receive_from(timeout=DEADLINE))["type"] == "rank"
+
+    await post(ranked, "s1", [{"player": "p9", "board": "rating", "score": 900}])  # leading edge: top now
+    top, _ = await until(p5, is_top, flush=False)
+    assert players(top)[0] == "p9"
+    # p5 jumps to 2nd within the top's interval: their rank comes at the next tick, the top waits
+    await post(ranked, "s2", [{"player": "p5", "board": "rating", "score": 600}])
+    mine, before = await until(p5, lambda m: m["type"] == "rank" and m["score"] == 600)
+    assert mine == {"type": "rank", "rank": 2, "score": 600}
+    assert not any(is_top(m) for m in before), before  # (p9's arrival told p5 it was 6th)
+    pending = await sync_to_async(live.get_redis().zrange)(live.keys.live_top_pending(), 0, -1)
+    assert len(pending) == 1  # the held top is queued for the moment its gate reopens
+    await p5.disconnect()
+
+
 @run_async
 async def test_a_void_sends_the_top_without_the_voided_score(ranked: SignedClient) -> None:
     comm = await opened(WS)
