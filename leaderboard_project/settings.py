@@ -128,7 +128,7 @@ CHANNEL_LAYERS = {
 # At most one live top-10 message per board window per this many seconds (docs/live.md)...
 LIVE_INTERVAL_SECONDS = float(os.environ.get("LIVE_INTERVAL_SECONDS", "1.0"))
 # ...while players' own rank and "passed" messages follow at this cadence.
-LIVE_TICK_SECONDS = float(os.environ.get("LIVE_TICK_SECONDS", "0.25"))
+LIVE_TICK_SECONDS = float(os.environ.get("LIVE_TICK_SECONDS", "0.5"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
