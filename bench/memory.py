@@ -53,7 +53,7 @@ from bench.environment import (
     reset_scores,
 )
 from bench.machine import command_line, machine_info, machine_line
-from bench.report import RESULTS_DIR, markdown_table, utc_stamp, write_json
+from bench.report import RESULTS_DIR, Laps, markdown_table, utc_stamp, write_json
 
 ZADD_CHUNK = 10_000  # members per ZADD
 PIPELINE_COMMANDS = 10  # ZADDs per round trip
@@ -186,14 +186,8 @@ def _copy(cur: psycopg.Cursor, table: str, columns: dict[str, Column], rows: int
 def load_board(pg: psycopg.Connection, game: int, board: BoardInfo, values: Values) -> dict[str, float]:
     """Empty the score tables, COPY players 1..N and their `all` values; return seconds per step."""
     n = len(values.encoded)
-    steps: dict[str, float] = {}
-    mark = time.perf_counter()
-
-    def step(name: str) -> None:
-        nonlocal mark
-        now = time.perf_counter()
-        steps[name] = round(now - mark, 3)
-        mark = now
+    laps = Laps(3)
+    steps, step = laps.seconds, laps.mark
 
     reset_scores(pg)
     step("truncate")

@@ -66,7 +66,7 @@ from bench.environment import (
 from bench.machine import command_line, machine_info, machine_line
 from bench.memory import Values, load_board
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp, write_json
 from bench.server import SERVERS, ServerProcess
 
 SCENARIOS = ("bare", "top", "top-deep", "rank", "rank-signed", "friends")
@@ -202,14 +202,8 @@ def _release_django_connections() -> None:
 def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.Connection, r: redis.Redis) -> Fixture:
     """Fill the prepared bench database and Redis db: players, values, friendships, the board; mint tokens."""
     rng = random.Random(args.seed)
-    timings: dict[str, float] = {}
-    mark = time.perf_counter()
-
-    def step(name: str) -> None:
-        nonlocal mark
-        now = time.perf_counter()
-        timings[name] = round(now - mark, 2)
-        mark = now
+    laps = Laps(2)
+    timings, step = laps.seconds, laps.mark
 
     flush_redis(r)
     _django(env)  # the measured code's scores/ and boards/, imported below

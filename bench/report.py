@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,3 +72,18 @@ def write_json(kind: str, stamp: str, payload: dict[str, Any]) -> Path:
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
     tmp.replace(path)
     return path
+
+
+class Laps:
+    """Seconds between successive marks, by name: `mark("copy")` records the time since the
+    previous mark (or since creation); a name marked again adds up."""
+
+    def __init__(self, digits: int = 3) -> None:
+        self.seconds: dict[str, float] = {}
+        self._digits = digits
+        self._last = time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, self._digits)
+        self._last = now

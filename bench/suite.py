@@ -59,7 +59,7 @@ from bench.environment import (
 )
 from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp
+from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp
 from bench.server import SERVERS, ServerProcess
 from scripts.web import DEFAULT_WORKERS as DEFAULT_WEB_WORKERS
 
@@ -842,14 +842,8 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     busy_at_start = cpu._busy_ticks()
     load_at_start = os.getloadavg()
     stamp = utc_stamp(started)
-    phases: dict[str, float] = {}
-    mark = time.monotonic()
-
-    def phase(name: str) -> None:
-        nonlocal mark
-        now = time.monotonic()
-        phases[name] = round(phases.get(name, 0.0) + now - mark, 1)
-        mark = now
+    laps = Laps(1)
+    phases, phase = laps.seconds, laps.mark
 
     log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
     prepare_database(env)
