@@ -49,6 +49,13 @@ STOP_GRACE_SECONDS = 8.0
 DEFAULT_WORKERS = (os.cpu_count() or 1) + 1  # sync workers wait on Redis/Postgres: one more than cores
 
 
+def ws_workers() -> int:
+    """uvicorn processes for /ws/ in the nginx topology (WS_WORKERS, default 1): one serves about
+    2,000 live sockets on this machine kind (docs/live.md); groups are shared through the channel
+    layer, so more processes add up."""
+    return max(1, int(os.environ.get("WS_WORKERS") or 1))
+
+
 def log(message: str) -> None:
     print(f"web: {message}", file=sys.stderr, flush=True)
 
@@ -134,7 +141,7 @@ def commands(topology: str, port: int, workers: int, run_dir: Path, nginx: str |
         (
             "uvicorn",
             [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--uds", f"{run_dir}/asgi.sock",
-             "--workers", "1", "--no-access-log", "--log-level", "warning"],
+             "--workers", str(ws_workers()), "--no-access-log", "--log-level", "warning"],
         ),
         ("nginx", [nginx, "-e", "stderr", "-c", str(conf)]),
     ]  # fmt: skip

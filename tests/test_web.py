@@ -94,3 +94,14 @@ def test_http_and_websockets_share_the_port(served) -> None:
     ):
         ws.recv(timeout=10)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == live.NOT_FOUND
+
+
+def test_ws_workers_sets_how_many_uvicorn_processes_serve_websockets(monkeypatch, tmp_path: Path) -> None:
+    def uvicorn_workers() -> str:
+        argv = dict(web.commands("nginx", 8000, 3, tmp_path, "/usr/sbin/nginx"))["uvicorn"]
+        return argv[argv.index("--workers") + 1]
+
+    monkeypatch.delenv("WS_WORKERS", raising=False)
+    assert uvicorn_workers() == "1"
+    monkeypatch.setenv("WS_WORKERS", "4")
+    assert uvicorn_workers() == "4"
