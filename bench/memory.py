@@ -70,8 +70,8 @@ class Values:
 
 
 @dataclass(frozen=True)
-class _Shape:
-    """The encoding-relevant fields of a board (scores.encoding.BoardShape)."""
+class BoardShape:
+    """The encoding-relevant fields of a board (scores.encoding.BoardShape), without Django."""
 
     order: str
     mode: str
@@ -83,7 +83,7 @@ class _Shape:
 def random_values(board: BoardInfo, n: int, rng: random.Random) -> Values:
     from scores import encoding  # of the measured code (on sys.path by then); needs no Django
 
-    shape = _Shape(order="desc", mode="best", min_score=board.min_score, max_score=board.max_score)
+    shape = BoardShape(order="desc", mode="best", min_score=board.min_score, max_score=board.max_score)
     now = int(time.time())
     values = [rng.randint(board.min_score, board.max_score) for _ in range(n)]
     seconds = [rng.randint(encoding.EPOCH_UNIX, now) for _ in range(n)]

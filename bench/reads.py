@@ -64,7 +64,7 @@ from bench.environment import (
     redis_client,
 )
 from bench.machine import command_line, machine_info, machine_line
-from bench.memory import Values, load_board
+from bench.memory import BoardShape, Values, load_board
 from bench.monitor import ServerMonitor
 from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp, write_json
 from bench.server import SERVERS, ServerProcess
@@ -89,26 +89,15 @@ ERROR_SAMPLES = 5
 # --------------------------------------------------------------------------- data
 
 
-@dataclass(frozen=True)
-class _Shape:
-    """What scores.encoding needs of a board (its BoardShape protocol), read from Postgres."""
-
-    order: str
-    mode: str
-    min_score: int
-    max_score: int
-    max_total: int | None
-
-
-def board_shape(pg: psycopg.Connection, board: BoardInfo) -> _Shape:
+def board_shape(pg: psycopg.Connection, board: BoardInfo) -> BoardShape:
     row = pg.execute(
         'SELECT "order", mode, min_score, max_score, max_total FROM scores_board WHERE id = %s', (board.id,)
     ).fetchone()
     assert row is not None
-    return _Shape(order=row[0], mode=row[1], min_score=int(row[2]), max_score=int(row[3]), max_total=row[4])
+    return BoardShape(order=row[0], mode=row[1], min_score=int(row[2]), max_score=int(row[3]), max_total=row[4])
 
 
-def generate_values(shape: _Shape, n: int, rng: random.Random) -> tuple[Values, int]:
+def generate_values(shape: BoardShape, n: int, rng: random.Random) -> tuple[Values, int]:
     """Values for players 1..N and how many players share their encoded score with another.
 
     A rating-like spread (log-normal, median 50,000, clamped to the board's bounds), so equal
