@@ -139,15 +139,16 @@ def flush_due() -> int:
     )
     pairs = {parse_member(m) for m in due}
     # tops held back by their own interval: whoever removes the entry publishes it
-    now_ms = _redis_ms(r)
+    now_ms = _ms(r.time())
     for m in r.zrangebyscore(keys.live_top_pending(), "-inf", now_ms):
         if r.zrem(keys.live_top_pending(), m):
             pairs.add(parse_member(m))
     return _publish(sorted(pairs))
 
 
-def _redis_ms(r) -> int:
-    seconds, micros = r.time()
+def _ms(time_reply: tuple[int, int]) -> int:
+    """Redis' TIME reply (seconds, microseconds) in milliseconds, the clock the Lua scripts use."""
+    seconds, micros = time_reply
     return int(seconds) * 1000 + int(micros) // 1000
 
 
@@ -208,10 +209,11 @@ def _top_due(board_id: int, window: str) -> bool:
     pipe = r.pipeline(transaction=False)
     pipe.pttl(keys.live_top_gate(board_id, window))
     pipe.time()
-    left_ms, (seconds, micros) = pipe.execute()
-    due_ms = int(seconds) * 1000 + int(micros) // 1000 + max(int(left_ms), 0)
+    left_ms, now = pipe.execute()
+    now_ms = _ms(now)
+    due_ms = now_ms + max(int(left_ms), 0)
     if r.zadd(keys.live_top_pending(), {member(board_id, window): due_ms}, nx=True):
-        _trailing_schedule(due_ms - max(int(left_ms), 0), {due_ms})
+        _trailing_schedule(now_ms, {due_ms})
     return False
 
 
