@@ -7,3 +7,7 @@ class AnticheatConfig(AppConfig):
 
     def ready(self) -> None:
         from anticheat import receivers  # noqa: F401  (connects the signal receivers)
+        from anticheat.checks import SubmissionChecker
+        from scores.ingest import submission_checks_register
+
+        submission_checks_register(SubmissionChecker(), uid="anticheat.rules")

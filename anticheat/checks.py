@@ -1,6 +1,8 @@
-"""The ingest side of anti-cheat: run the synchronous rules over a request's new matches and
-record what they decided. Called by scores.services.matches_submit inside its transaction, so a
-rejection's audit entry and a hold's flags commit with the request (and never without it)."""
+"""The ingest side of anti-cheat: the synchronous rules over a submission's new matches, and
+the record of what they decided. Registered with scores/ingest.py in AnticheatConfig.ready(),
+so the durable core calls the rules without importing this app; the calls run inside the
+submission's transaction, so a rejection's audit entry and a hold's flags commit with it (and
+never without it)."""
 
 from __future__ import annotations
 
@@ -8,18 +10,51 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from anticheat.models import AuditEntry, MatchFlag
-from anticheat.rules import Context, MatchLike, Verdict, evaluate
+from anticheat.rules import Context, MatchLike, Verdict, evaluate, history_boards
 from scores.models import ServerKey
 from scores.selectors import GameConfig
 
 RULES_ACTOR = "anti-cheat rules"
 
 
+class SubmissionChecker:
+    """scores.ingest.SubmissionChecks, by the rules of anticheat/rules.py."""
+
+    def history_boards(self, config: GameConfig) -> set[int]:
+        return history_boards(config)
+
+    def judge(
+        self,
+        *,
+        config: GameConfig,
+        server_key: ServerKey | None,
+        matches: dict[int, MatchLike],
+        history: dict[tuple[int, str], int],
+        now: datetime,
+    ) -> dict[int, list[Verdict]]:
+        return submissions_check(config, server_key, matches, now, history=history)
+
+    def record(
+        self,
+        *,
+        config: GameConfig,
+        server_key: ServerKey | None,
+        rejected: Sequence[tuple[MatchLike, Verdict]],
+        held: Sequence[tuple[int, str, list[Verdict]]],
+    ) -> None:
+        verdicts_record(config, server_key, rejected=rejected, held=held)
+
+
 def submissions_check(
-    config: GameConfig, server_key: ServerKey | None, matches: dict[int, MatchLike], now: datetime
+    config: GameConfig,
+    server_key: ServerKey | None,
+    matches: dict[int, MatchLike],
+    now: datetime,
+    *,
+    history: dict[tuple[int, str], int] | None = None,
 ) -> dict[int, list[Verdict]]:
     """Per request index, what the rules say (absent: accepted as it is)."""
-    return evaluate(Context(config=config, server_key=server_key, now=now, matches=dict(matches)))
+    return evaluate(Context(config=config, server_key=server_key, now=now, matches=dict(matches), history=history))
 
 
 def _actor(server_key: ServerKey | None) -> str:

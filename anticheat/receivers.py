@@ -1,4 +1,4 @@
-"""anticheat/ listens to scores/: accepted matches get the heavier checks in Celery."""
+"""anticheat/ listens to scores/: matches the projector applied get the heavier checks in Celery."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import Any
 from django.conf import settings
 from django.dispatch import receiver
 
-from scores.signals import matches_stored
+from scores.signals import matches_applied
 
 log = logging.getLogger(__name__)
 
 
-@receiver(matches_stored, dispatch_uid="anticheat.check_after_the_fact")
+@receiver(matches_applied, dispatch_uid="anticheat.check_after_the_fact")
 def check_after_the_fact(sender: Any, game_id: int, match_pks: list[int], **kwargs: Any) -> None:
     if not settings.ANTICHEAT_ASYNC_CHECKS:
         return

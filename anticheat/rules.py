@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,9 @@ from django.db import connection
 
 from anticheat.models import BoardStats
 from anticheat.thresholds import Thresholds, thresholds_for
+from boards import keys
+from boards.redis import REDIS_DOWN, get_redis
+from boards.scripts import script
 from scores import encoding, pgarrays
 from scores.models import ServerKey
 from scores.selectors import BoardConfig, GameConfig
@@ -36,7 +40,7 @@ class Verdict:
 
 
 class MatchLike(Protocol):
-    """What a rule reads of a match (scores.services.MatchIn, or a stored match)."""
+    """What a rule reads of a match (scores.ingest.MatchIn, or a stored match)."""
 
     match_id: str
     ended_at: datetime
@@ -51,6 +55,9 @@ class Context:
     server_key: ServerKey | None
     now: datetime
     matches: dict[int, MatchLike]  # request index -> match
+    # (board_id, external player id) -> the player's all-time encoded value before the request,
+    # as ingest's append statement read it (None: the rules read it themselves)
+    history: dict[tuple[int, str], int] | None = None
     _thresholds: dict[str, Thresholds] = field(default_factory=dict, repr=False)
 
     def thresholds(self, board_slug: str) -> Thresholds:
@@ -65,16 +72,7 @@ class Context:
 
     @cached_property
     def stats(self) -> dict[int, StatsRow]:
-        # read with a plain cursor: through the ORM this one row cost a single-match
-        # submission a tenth of its Python time
-        boards = sorted({self.config.boards[r.board].id for m in self.matches.values() for r in m.results})
-        with connection.cursor() as cur:
-            cur.execute(
-                f"SELECT board_id, top_value_part, sample, outlier_keys::text FROM {BoardStats._meta.db_table} "
-                "WHERE board_id = ANY(%s::bigint[])",
-                [pgarrays.ints(boards)],
-            )
-            return {b: StatsRow(b, top, sample, json.loads(keys)) for b, top, sample, keys in cur.fetchall()}
+        return stats_cached({self.config.boards[r.board].id for m in self.matches.values() for r in m.results})
 
 
 @dataclass(frozen=True)
@@ -85,6 +83,33 @@ class StatsRow:
     top_value_part: int | None
     sample: int
     outlier_keys: list[int]
+
+
+# The statistics change when beat refreshes them (every few minutes): each process reads a
+# board's row at most this often, not once per submission.
+STATS_CACHE_SECONDS = 30.0
+_stats_cache: dict[int, tuple[float, StatsRow | None]] = {}
+
+
+def stats_cached(board_ids: set[int]) -> dict[int, StatsRow]:
+    now = time.monotonic()
+    stale = sorted(b for b in board_ids if b not in _stats_cache or now - _stats_cache[b][0] > STATS_CACHE_SECONDS)
+    if stale:
+        # a plain cursor: through the ORM this one row cost a submission a tenth of its Python time
+        with connection.cursor() as cur:
+            cur.execute(
+                f"SELECT board_id, top_value_part, sample, outlier_keys::text FROM {BoardStats._meta.db_table} "
+                "WHERE board_id = ANY(%s::bigint[])",
+                [pgarrays.ints(stale)],
+            )
+            found = {b: StatsRow(b, top, sample, json.loads(outliers)) for b, top, sample, outliers in cur.fetchall()}
+        for b in stale:
+            _stats_cache[b] = (now, found.get(b))
+    return {b: row for b in board_ids if (row := _stats_cache[b][1]) is not None}
+
+
+def stats_cache_clear() -> None:
+    _stats_cache.clear()
 
 
 class Rule(Protocol):
@@ -122,6 +147,7 @@ class MaxGainRule:
         return out
 
 
+# rate_count()'s fallback while Redis is unreachable
 _RATE_UPSERT = """
 INSERT INTO anticheat_submissionrate AS s (game_id, player, window_start, count)
 SELECT %(game)s, u.p, %(now)s, u.c FROM unnest(%(p)s::text[], %(c)s::int[]) AS u(p, c)
@@ -134,10 +160,43 @@ RETURNING s.player, s.count
 """
 
 
+RATE_WINDOW_SECONDS = 60
+
+
+def rate_count(game_id: int, per_player: dict[str, int], now: datetime) -> dict[str, int]:
+    """Add a request's new matches to their players' counters; return each player's count in
+    the current window (a fixed 60 s window that opens at the player's first match).
+
+    In Redis, one script call (boards/lua/match_rate.lua). With Redis unreachable the count
+    falls back to a Postgres upsert (anticheat_submissionrate), inside the request's
+    transaction: the rule keeps holding during an outage, at the cost of a row write."""
+    players = sorted(per_player)  # one lock order for concurrent requests
+    try:
+        counts = script("match_rate")(
+            keys=[keys.match_rate_key(game_id, p) for p in players],
+            args=[*(per_player[p] for p in players), RATE_WINDOW_SECONDS],
+            client=get_redis(),
+        )
+        return dict(zip(players, map(int, counts), strict=True))
+    except REDIS_DOWN:
+        pass
+    with connection.cursor() as cur:
+        cur.execute(
+            _RATE_UPSERT,
+            {
+                "game": game_id,
+                "now": now,
+                "p": pgarrays.texts(players),
+                "c": pgarrays.ints(per_player[p] for p in players),
+            },
+        )
+        return dict(cur.fetchall())
+
+
 class MaxRateRule:
     """More than `max_matches_per_minute` new matches for one player within a minute: reject
-    the ones beyond the limit. Counted in one upsert per request (a fixed 60 s window that
-    opens at the player's first match), so concurrent requests cannot both slip under it."""
+    the ones beyond the limit. Counted atomically per request (rate_count), so concurrent
+    requests cannot both slip under it."""
 
     name = "max_rate"
 
@@ -154,18 +213,7 @@ class MaxRateRule:
                 per_player[player].append(i)
         if not per_player:
             return {}
-        players = sorted(per_player)  # one lock order for concurrent requests
-        with connection.cursor() as cur:
-            cur.execute(
-                _RATE_UPSERT,
-                {
-                    "game": ctx.config.game.id,
-                    "now": ctx.now,
-                    "p": pgarrays.texts(players),
-                    "c": pgarrays.ints(len(per_player[p]) for p in players),
-                },
-            )
-            totals = dict(cur.fetchall())
+        totals = rate_count(ctx.config.game.id, {p: len(i) for p, i in per_player.items()}, ctx.now)
         out: dict[int, Verdict] = {}
         for player, indexes in per_player.items():
             before = totals[player] - len(indexes)
@@ -202,22 +250,10 @@ class PlayerHistoryRule:
         )
         if not wanted:
             return {}
-        with connection.cursor() as cur:
-            cur.execute(
-                """
-                SELECT pv.board_id, p.external_id, pv.encoded >> %s
-                FROM unnest(%s::bigint[], %s::text[]) AS u(b, p)
-                JOIN scores_player p ON p.game_id = %s AND p.external_id = u.p
-                JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = 'all' AND pv.player_id = p.id
-                """,
-                [
-                    encoding.TIME_BITS,
-                    pgarrays.ints(b for b, _ in wanted),
-                    pgarrays.texts(p for _, p in wanted),
-                    ctx.config.game.id,
-                ],
-            )
-            known = {(b, p): part for b, p, part in cur.fetchall()}
+        if ctx.history is not None:
+            known = {key: ctx.history[key] >> encoding.TIME_BITS for key in wanted if key in ctx.history}
+        else:
+            known = _all_time_parts(ctx.config.game.id, wanted)
         out: dict[int, Verdict] = {}
         for i, match in ctx.matches.items():
             for r in match.results:
@@ -237,6 +273,30 @@ class PlayerHistoryRule:
                     )
                     break
         return out
+
+
+def _all_time_parts(game_id: int, wanted: list[tuple[int, str]]) -> dict[tuple[int, str], int]:
+    """(board_id, external player id) -> value part of the player's all-time value."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT pv.board_id, p.external_id, pv.encoded >> %s
+            FROM unnest(%s::bigint[], %s::text[]) AS u(b, p)
+            JOIN scores_player p ON p.game_id = %s AND p.external_id = u.p
+            JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = 'all' AND pv.player_id = p.id
+            """,
+            [encoding.TIME_BITS, pgarrays.ints(b for b, _ in wanted), pgarrays.texts(p for _, p in wanted), game_id],
+        )
+        return {(b, p): part for b, p, part in cur.fetchall()}
+
+
+def history_boards(config: GameConfig) -> set[int]:
+    """The boards whose players' all-time values PlayerHistoryRule compares against."""
+    return {
+        b.id
+        for b in config.boards.values()
+        if b.mode == "best" and "all" in b.windows and thresholds_for(b.anticheat).history_factor
+    }
 
 
 class BoardTopRule:

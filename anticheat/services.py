@@ -4,7 +4,7 @@ Celery checks all go through these; each writes its audit entries in its own tra
 
 Void-and-rewrite: the match's status changes with a conditional UPDATE, each affected player's
 value per board and window is recomputed in SQL from their remaining accepted matches
-(scores.services.values_recompute), frozen windows are frozen again, and after commit boards/
+(scores.recompute.values_recompute), frozen windows are frozen again, and after commit boards/
 rewrites the entries with absolute writes (lowered, or removed where nothing remains)."""
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from anticheat.models import AuditEntry, BoardStats, MatchFlag
-from anticheat.rules import ASYNC_RULES, StoredResult, Verdict, recent_window
+from anticheat.rules import ASYNC_RULES, StoredResult, Verdict, recent_window, stats_cache_clear
 from anticheat.thresholds import Thresholds, thresholds_for
 from boards import keys
 from boards.redis import get_redis
 from leaderboard_project.errors import Conflict, NotFound
+from scores import encoding, recompute
 from scores import services as scores_services
 from scores.models import Game, Match, Player, ServerKey
 from scores.selectors import game_config
-from seasons.selectors import frozen_windows
 from seasons.services import standings_refreeze
 
 log = logging.getLogger(__name__)
@@ -104,18 +104,18 @@ def _flags_resolve(match_pks: Sequence[int]) -> None:
     MatchFlag.objects.filter(match_id__in=match_pks, resolved_at__isnull=True).update(resolved_at=timezone.now())
 
 
-def _recompute(game: Game, match_pks: Sequence[int], reason: str, *, refreeze: bool) -> list[scores_services.Ref]:
+def _recompute(game: Game, match_pks: Sequence[int], reason: str, *, refreeze: bool) -> list[recompute.Ref]:
     """Recompute every value these matches counted in; with refreeze, freeze affected frozen
     windows again (a void), else leave frozen windows alone (a hold: the value comes back on
     approval, and frozen standings are only ever changed by a void)."""
     if not match_pks:
         return []
     config = game_config(game)
-    refs = scores_services.matches_refs(config, match_pks)
-    frozen = frozen_windows({(b, w) for b, w, _ in refs})
+    refs = recompute.matches_refs(config, match_pks)
+    frozen = recompute.frozen_of(refs)
     if not refreeze:
         refs = {ref for ref in refs if (ref[0], ref[1]) not in frozen}
-    touched = scores_services.values_recompute(config, refs, reason=reason)
+    touched = recompute.values_recompute(config, refs, reason=reason)
     if refreeze and frozen:
         by_board: dict[int, list[str]] = defaultdict(list)
         for board_id, window in sorted(frozen):
@@ -204,7 +204,7 @@ def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
             if status == Match.Status.VOIDED:
                 raise MatchVoided(f"match {match.match_id!r} was voided; a voided match cannot be approved")
         else:
-            scores_services.matches_values_apply(game_config(match.game), [match.pk])
+            recompute.matches_count(game_config(match.game), [match.pk])
         _flags_resolve([match.pk])
         _audit(
             actor,
@@ -227,6 +227,7 @@ def match_hold(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
         moved = _status_set([match.pk], Match.Status.HELD, [Match.Status.ACCEPTED])
         if not moved:
             return False
+        recompute.matches_counted_since_arrival([match.pk])
         _recompute(match.game, [match.pk], f"hold: {verdict.reason}", refreeze=False)
         MatchFlag.objects.create(
             match=match, rule=verdict.rule, action=verdict.action, reason=verdict.reason, details=verdict.details
@@ -341,17 +342,18 @@ def board_stats_refresh(*, now: datetime | None = None) -> int:
         config = game_config(game)
         for board in config.boards.values():
             t = thresholds_for(board.anticheat)
-            part = "r.score - %(min)s" if board.mode == "best" and board.order == "desc" else "%(max)s - r.score"
-            if board.mode == "total":
-                part = "r.score"
+            part = "r.score" if board.mode == "total" else encoding.sql_value_part(board, "r.score")
             with connection.cursor() as cur:
+                # results of the recent days' partitions only (a match received lately that
+                # ended more than a day before it arrived is left out: a statistic, not a rule)
                 cur.execute(
                     f"""
                     SELECT m.server_key_id, {part} AS vp
                     FROM scores_result r JOIN scores_match m ON m.id = r.match_id
-                    WHERE r.board_id = %(board)s AND m.status = 'accepted' AND m.received_at >= %(since)s
+                    WHERE r.board_id = %(board)s AND r.ended_at >= %(since)s - interval '1 day'
+                        AND m.status = 'accepted' AND m.received_at >= %(since)s
                     """,
-                    {"board": board.id, "since": since, "min": board.min_score, "max": board.max_score},
+                    {"board": board.id, "since": since, **encoding.sql_params(board)},
                 )
                 rows = cur.fetchall()
             parts = sorted(vp for _, vp in rows)
@@ -361,6 +363,7 @@ def board_stats_refresh(*, now: datetime | None = None) -> int:
                 defaults={"top_value_part": top, "sample": len(parts), "outlier_keys": _outliers(rows, t)},
             )
             done += 1
+    stats_cache_clear()  # this process reads them afresh at once; others within STATS_CACHE_SECONDS
     return done
 
 

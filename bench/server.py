@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,7 +18,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -179,3 +180,68 @@ class ServerProcess:
         except OSError:
             return ""
         return "\n".join([f"(last {lines} lines of {self.log_path})", *tail])
+
+
+class ProcessGroup:
+    """A long-running subprocess in its own process group (Celery forks workers): stop() ends them all."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.name = name
+        self.command = cmd
+        self.log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{os.getpid()}.log"
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # forked workers that outlived their parent
+
+
+def background_commands(schedule_dir: Path, *, celery: bool = True, projectors: int = 1) -> dict[str, list[str]]:
+    """The processes `make run` starts beside the web tier (scripts/run.py): the projector(s)
+    (each owning an equal share of the partitions), and the Celery worker and beat."""
+    from scores.locks import PARTITIONS  # importable without Django's settings
+
+    commands: dict[str, list[str]] = {}
+    share = -(-PARTITIONS // projectors)
+    for i in range(projectors):
+        first, last = i * share, min(PARTITIONS, (i + 1) * share) - 1
+        commands[f"projector{i if projectors > 1 else ''}"] = [
+            str(VENV_BIN / "python"), "manage.py", "projector", "--partitions", f"{first}-{last}",
+        ]  # fmt: skip
+    if celery:
+        commands["worker"] = [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",
+                              "--concurrency", "2"]  # fmt: skip
+        commands["beat"] = [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING",
+                            "--schedule", str(schedule_dir / "celerybeat-schedule")]  # fmt: skip
+    return commands
+
+
+@contextlib.contextmanager
+def background(
+    env: BenchEnv, extra_env: Mapping[str, str], *, celery: bool = True, projectors: int = 1
+) -> Iterator[list[str]]:
+    """The projector(s), and a Celery worker and beat, for the whole HTTP phase: the projector
+    applies what ingest stores, the worker runs the after-the-fact anti-cheat checks and live
+    flushes, beat the outbox job. Yields the command lines."""
+    schedule_dir = Path(tempfile.mkdtemp(prefix="leaderboard-bench-beat-"))
+    commands = background_commands(schedule_dir, celery=celery, projectors=projectors)
+    process_env = env.process_env(**extra_env)
+    started = [ProcessGroup(name, cmd, process_env, env.code_dir) for name, cmd in commands.items()]
+    try:
+        yield [" ".join(cmd[1:]) for cmd in commands.values()]
+    finally:
+        for group in started:
+            group.stop()
+        shutil.rmtree(schedule_dir, ignore_errors=True)

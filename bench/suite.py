@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -45,7 +44,6 @@ from bench.code import CodeTree
 from bench.environment import (
     GAME_SLUG,
     REPO_ROOT,
-    VENV_BIN,
     BenchEnv,
     BenchError,
     ServerKey,
@@ -60,7 +58,7 @@ from bench.environment import (
 from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor
 from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp
-from bench.server import SERVERS, ServerProcess
+from bench.server import SERVERS, ServerProcess, background
 from scripts.web import DEFAULT_WORKERS as DEFAULT_WEB_WORKERS
 
 # In the order they run: anchors first, reads before writes (writes move the board), freeze last.
@@ -98,52 +96,6 @@ TARGETS = {  # issue 7, for this machine kind: reported, never asserted
 
 
 # --------------------------------------------------------------------------- processes
-
-
-class ProcessGroup:
-    """A long-running subprocess in its own process group (Celery forks workers): stop() ends them all."""
-
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.name = name
-        self.log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{os.getpid()}.log"
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # forked workers that outlived their parent
-
-
-@contextlib.contextmanager
-def celery(env: BenchEnv, extra_env: dict[str, str]) -> Iterator[list[str]]:
-    """A Celery worker and beat as `make run` starts them (scripts/run.py), for the whole HTTP phase:
-    the ingest path queues the after-the-fact anti-cheat checks, beat runs the outbox job."""
-    schedule_dir = Path(tempfile.mkdtemp(prefix="leaderboard-bench-beat-"))
-    process_env = env.process_env(**extra_env)
-    commands = {
-        "worker": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",
-                   "--concurrency", "2"],
-        "beat": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING",
-                 "--schedule", str(schedule_dir / "celerybeat-schedule")],
-    }  # fmt: skip
-    started = [ProcessGroup(name, cmd, process_env, env.code_dir) for name, cmd in commands.items()]
-    try:
-        yield [" ".join(cmd[1:]) for cmd in commands.values()]
-    finally:
-        for group in started:
-            group.stop()
-        shutil.rmtree(schedule_dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- one run's state
@@ -365,6 +317,7 @@ def check_writes(run: Run, detail: dict[str, Any]) -> None:
     """Every acknowledged match is in Postgres; the board's `all` set equals Postgres' values."""
     acked = detail.pop("acked_match_ids", [])
     game = game_id(run.pg)
+    detail["applied"] = applied = ingest.wait_applied(run.pg)
     durable = ingest.check_durable(run.pg, game, acked)
     if run.fixture.players <= FULL_MIRROR_CHECK_PLAYERS:
         mirrored = ingest.check_mirrored(run.pg, run.r, run.board)
@@ -373,8 +326,9 @@ def check_writes(run: Run, detail: dict[str, Any]) -> None:
     detail["durable"], detail["mirrored"] = durable, mirrored
     detail["check"] = (
         "ok"
-        if durable["ok"] and mirrored["ok"]
+        if durable["ok"] and mirrored["ok"] and applied["ok"]
         else f"durable: {ingest._durable_text(durable)} / mirrored: {ingest._mirrored_text(mirrored)}"
+        f" / applied: {'ok' if applied['ok'] else str(applied['pending_rows']) + ' rows pending'}"
     )
     log(f"{detail['scenario']}: {len(set(acked)):,} acknowledged matches; durable and mirrored: {detail['check']}")
 
@@ -605,6 +559,7 @@ def scenario_freshness(run: Run) -> None:
 
 def check_reads(run: Run) -> dict[str, Any]:
     """The API's ranks, scores, totals and friends' board ranks against Postgres (bench.reads), at the end."""
+    ingest.wait_applied(run.pg)  # the projector's last batches: Postgres is final only then
     expected = reads.expected_from_postgres(run.pg, run.board, run.fixture, random.Random(run.args.seed + 1))
     with serving(run) as srv:
         check = reads.check_server(srv, run.key, run.board, expected)
@@ -861,7 +816,7 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
             scenario_redis(run)
             phase("redis")
         with contextlib.ExitStack() as stack:
-            celery_commands = stack.enter_context(celery(env, run.server_env)) if args.celery else []
+            celery_commands = stack.enter_context(background(env, run.server_env, celery=args.celery))
             if args.smoke:
                 run.shared_server = stack.enter_context(
                     ServerProcess(args.server, env, workers=args.workers, extra_env=run.server_env)
@@ -897,7 +852,7 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     ok = correctness["ranks"]["ok"] and all(r["check"] in ("ok", "-") for r in rows + other)
     header = (
         f"{machine_line(machine)}; server `{args.server}` with {args.workers} workers"
-        f"{', Celery worker and beat' if args.celery else ''}, DEBUG off. {args.players:,} players; "
+        f"{', Celery worker and beat' if args.celery else ''}, the projector, DEBUG off. {args.players:,} players; "
         f"{args.duration:g} s measured per scenario after {args.warmup:g} s. Machine busy during the whole run: "
         f"{machine['busy_during_run']:.0%} (load average {load_at_start[0]:.2f} at the start); other work's CPU during "
         f"the windows at most {max(disturbed.values(), default=0):.2f} cores. Ranks vs SQL: "

@@ -36,7 +36,6 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -47,7 +46,6 @@ from typing import Any
 from bench.cli import run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
-    VENV_BIN,
     BenchEnv,
     BenchError,
     connect,
@@ -60,7 +58,7 @@ from bench.environment import (
 from bench.loadgen import HttpConnection, Request, sign
 from bench.machine import command_line, machine_info, machine_line
 from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
-from bench.server import ServerProcess
+from bench.server import ServerProcess, background
 
 GAME = "bench"
 BOARD = "rating"
@@ -319,56 +317,29 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
         flush_redis(r)
     key = create_server_key(env)
     players = max(1000, int(max(args.clients) * args.token_share))
-    celery = VENV_BIN / "celery"
     extra = {"LIVE_INTERVAL_SECONDS": str(args.interval)}
-    procs: list[subprocess.Popen] = []
     steps: list[dict[str, Any]] = []
-    try:
-        with ServerProcess("uvicorn", env, workers=1, extra_env=extra) as server:
-            for name, cmd in (
-                ("worker", [str(celery), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING", "-c", "2"]),
-                (
-                    "beat",
-                    [str(celery), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING", "-s", "/tmp/ws-beat"],
-                ),
-            ):
-                log(f"starting celery {name}")
-                procs.append(
-                    subprocess.Popen(
-                        cmd,
-                        cwd=env.code_dir,
-                        env=env.process_env(**extra),
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                        start_new_session=True,
-                    )
-                )
+    with ServerProcess("uvicorn", env, workers=1, extra_env=extra) as server, background(env, extra):
 
-            async def seed() -> None:
-                sub = Submitter(server.port, key.key_id, key.secret)
-                log(f"seeding {players} players")
-                await _seed(sub, players)
-                await sub.conn.close()
+        async def seed() -> None:
+            sub = Submitter(server.port, key.key_id, key.secret)
+            log(f"seeding {players} players")
+            await _seed(sub, players)
+            await sub.conn.close()
 
-            async def measure(tokens: list[str]) -> None:
-                sub = Submitter(server.port, key.key_id, key.secret)
-                next_score = [SEED_SCORE[1]]  # each submission a new best by one point: plausible to anti-cheat
-                for n in args.clients:
-                    steps.append(await _step(args, server, sub, tokens, n, next_score))
-                    log(json.dumps(steps[-1]))
-                log(f"submission statuses: {sub.statuses}")
-                await sub.conn.close()
+        async def measure(tokens: list[str]) -> None:
+            sub = Submitter(server.port, key.key_id, key.secret)
+            next_score = [SEED_SCORE[1]]  # each submission a new best by one point: plausible to anti-cheat
+            for n in args.clients:
+                steps.append(await _step(args, server, sub, tokens, n, next_score))
+                log(json.dumps(steps[-1]))
+            log(f"submission statuses: {sub.statuses}")
+            await sub.conn.close()
 
-            asyncio.run(seed())
-            asyncio.run(measure(_tokens(env, players)))
-            with connect(env) as pg, redis_client(env) as r:
-                machine = machine_info(pg, r)
-    finally:
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 15)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(10)
+        asyncio.run(seed())
+        asyncio.run(measure(_tokens(env, players)))
+        with connect(env) as pg, redis_client(env) as r:
+            machine = machine_info(pg, r)
     table = render(steps)
     print(f"\n{machine_line(machine)}\n{command_line()}\n\n{table}\n", flush=True)
     path = write_json(

@@ -15,6 +15,9 @@ lb:live:due                     sorted set: "{board_id}|{window}" -> earliest ne
 lb:live:dirty                   set: watched board windows changed since their last publish
 lb:live:top:{board_id}:{window} digest of the last top-10 message published for a board window
 lb:anticheat:pending            list: ids of accepted matches awaiting the after-the-fact checks
+lb:rate:{g<game_id>}:<player>   integer: a player's new matches in the anti-cheat rate rule's window
+                                (anticheat/rules.py); one hash tag per game, so one script call
+                                counts a whole submission
 lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of that list is queued
 """
 
@@ -56,6 +59,10 @@ def histogram_key(board_id: int, window: str) -> str:
 
 def anticheat_pending() -> str:
     return "lb:anticheat:pending"
+
+
+def match_rate_key(game_id: int, player: str) -> str:
+    return f"lb:rate:{{g{game_id}}}:{player}"
 
 
 def anticheat_scheduled() -> str:

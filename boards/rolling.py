@@ -14,7 +14,7 @@ the first refresh after local midnight.
   key that joins the union.
 - total boards: summing encoded scores would also sum their time parts, which carry into the
   value bits. Totals are aggregated in Postgres instead (SUM(value), and reached_at by
-  scores.services.total_reached_at's rule), encoded with scores.encoding, streamed into a
+  scores.projection.values.total_reached_at's rule), encoded with scores.encoding, streamed into a
   scratch key and RENAMEd over the live key.
 """
 

@@ -194,6 +194,11 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 # Contract section 4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
+# The projector (scores/projection/) applies committed matches to values and boards; `make run`
+# starts it as its own process. PROJECTOR_INLINE=1 applies them in the submitting process
+# instead, right after its commit: the test suite's default (tests see a submission's effect
+# when the request returns), and a way to run without the extra process on a tiny install.
+PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None

@@ -7,6 +7,10 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 
 from leaderboard_project.settings import *  # noqa: E402, F403
 
+# A submission's values and boards are applied in the test's own process right after its commit
+# (tests of the projector itself turn this off and run batches, or the process, themselves).
+PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "1") == "1"
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed only; never in production
 
 # Live updates on the test Redis database. Pub/sub channels ignore databases: the prefix names

@@ -23,7 +23,7 @@ from leaderboard_project.errors import (
     error_body,
     flatten_detail,
 )
-from scores import services
+from scores import ingest, services
 from scores.auth import ServerKeyAuthentication, server_key_permission
 from scores.models import PLAYER_RE, SLUG_RE, Player
 from scores.selectors import cached_game
@@ -85,15 +85,15 @@ class MatchInSerializer(serializers.Serializer):
     ended_at = Rfc3339Field()
     results = ResultInSerializer(many=True, min_length=1, max_length=100)
 
-    def to_match(self) -> services.MatchIn:
+    def to_match(self) -> ingest.MatchIn:
         return _to_match(self.validated_data)
 
 
-def _to_match(data: dict[str, Any]) -> services.MatchIn:
-    return services.MatchIn(
+def _to_match(data: dict[str, Any]) -> ingest.MatchIn:
+    return ingest.MatchIn(
         match_id=data["match_id"],
         ended_at=data["ended_at"],
-        results=tuple(services.ResultIn(**r) for r in data["results"]),
+        results=tuple(ingest.ResultIn(**r) for r in data["results"]),
     )
 
 
@@ -117,7 +117,7 @@ def _plain(value: Any, pattern: re.Pattern[str]) -> bool:
     return type(value) is str and len(value) <= 64 and pattern.match(value) is not None and value == value.strip()
 
 
-def _fast_result(raw: Any) -> services.ResultIn | None:
+def _fast_result(raw: Any) -> ingest.ResultIn | None:
     if type(raw) is not dict:
         return None
     player, board, score = raw.get("player"), raw.get("board"), raw.get("score")
@@ -126,7 +126,7 @@ def _fast_result(raw: Any) -> services.ResultIn | None:
     if type(score) is not int or not -_SCORE_LIMIT < score < _SCORE_LIMIT:
         return None
     if len(raw) == 3:
-        return services.ResultIn(player, board, score)
+        return ingest.ResultIn(player, board, score)
     if not raw.keys() <= _RESULT_KEYS:
         return None  # DRF ignores unknown keys; so would we, but such bodies are rare: let it decide
     display_name = raw.get("display_name")
@@ -145,10 +145,10 @@ def _fast_result(raw: Any) -> services.ResultIn | None:
     region = raw.get("region")
     if "region" in raw and not _plain(region, _SLUG):
         return None
-    return services.ResultIn(player, board, score, display_name, metadata, region)
+    return ingest.ResultIn(player, board, score, display_name, metadata, region)
 
 
-def _fast_match(raw: Any) -> services.MatchIn | None:
+def _fast_match(raw: Any) -> ingest.MatchIn | None:
     """The match if it is plainly valid as sent, else None (then DRF decides)."""
     if type(raw) is not dict:
         return None
@@ -167,10 +167,10 @@ def _fast_match(raw: Any) -> services.MatchIn | None:
         if result is None:
             return None
         parsed.append(result)
-    return services.MatchIn(match_id=match_id, ended_at=when, results=tuple(parsed))
+    return ingest.MatchIn(match_id=match_id, ended_at=when, results=tuple(parsed))
 
 
-def _match_in(raw: Any, serializer: MatchInSerializer) -> services.MatchIn:
+def _match_in(raw: Any, serializer: MatchInSerializer) -> ingest.MatchIn:
     """Raises serializers.ValidationError as DRF words it."""
     match = _fast_match(raw)
     if match is None:
@@ -239,7 +239,7 @@ class MatchSubmitApi(ServerApiView):
             serializer = MatchInSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             match = serializer.to_match()
-        outcome = services.match_submit(game=self.game(), server_key=request.auth, match=match)
+        outcome = ingest.match_submit(game=self.game(), server_key=request.auth, match=match)
         # the same keys, in the same order, as MatchOutSerializer (the documented schema) renders
         body = _item(outcome.match_id, outcome.status, outcome.duplicate, None, outcome.missed_windows)
         return Response(body, status=status.HTTP_200_OK if outcome.duplicate else status.HTTP_201_CREATED)
@@ -260,7 +260,7 @@ class MatchBatchApi(ServerApiView):
             raw_matches = batch.validated_data["matches"]
         game_obj = self.game()
         items: list[dict[str, Any] | None] = []
-        valid: list[services.MatchIn] = []
+        valid: list[ingest.MatchIn] = []
         # One serializer for the whole batch: building one per match costs more than validating it.
         serializer = MatchInSerializer()
         for raw in raw_matches:
@@ -273,7 +273,7 @@ class MatchBatchApi(ServerApiView):
                 continue
             items.append(None)
             valid.append(match)
-        outcomes = iter(services.matches_submit(game=game_obj, server_key=request.auth, matches=valid))
+        outcomes = iter(ingest.matches_submit(game=game_obj, server_key=request.auth, matches=valid))
         results = []
         for item in items:
             if item is None:

@@ -39,9 +39,11 @@ from scores import encoding
 from scores.accounts import demo_accounts_create, demo_accounts_missing
 from scores.auth import sign
 from scores.config import parse_game_config
+from scores.ingest import MatchIn, ResultIn
 from scores.models import Board, Game, Player, PlayerValue
+from scores.projection.values import total_reached_at
 from scores.selectors import GameConfig, game_config
-from scores.services import MatchIn, ResultIn, game_config_apply, total_reached_at
+from scores.services import game_config_apply
 from scores.windows import windows_for
 
 DEMO_SLUG = "demo"
@@ -469,12 +471,12 @@ def _copy_all(config: GameConfig, data: _Data, values: _Values, progress: bool) 
 
         n_results = sum(len(m.results) for m in data.matches)
         boards = config.boards
-        copy_results = "COPY scores_result (match_id, player_id, board_id, score, metadata) FROM STDIN"
+        copy_results = "COPY scores_result (match_id, player_id, board_id, score, metadata, ended_at) FROM STDIN"
         with _bar("copy results", n_results, progress, "result") as bar, cur.copy(copy_results) as cp:
             for m in data.matches:
                 mpk = match_pk[m.match_id]
                 for p, slug, score, meta in m.results:
-                    cp.write_row((mpk, player_pk[p], boards[slug].id, score, meta))
+                    cp.write_row((mpk, player_pk[p], boards[slug].id, score, meta, m.ended_at))
                 bar.update(len(m.results))
 
         # In the unique index's order: appending beats inserting all over the indexes.

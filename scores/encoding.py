@@ -94,3 +94,28 @@ def decode_value(board: BoardShape, encoded: int) -> int:
 
 def decode_seconds(encoded: int) -> int:
     return TIME_SPAN - 1 - (int(encoded) & (TIME_SPAN - 1))
+
+
+# --- the same arithmetic in SQL: the one place it is spelled (set-based recomputes, totals) ---
+
+
+def sql_value_part(board: BoardShape, score: str) -> str:
+    """SQL for value_part() of a best board's score expression (params %(min)s, %(max)s)."""
+    return f"{score} - %(min)s" if board.order == "desc" else f"%(max)s - {score}"
+
+
+def sql_encoded(value_part_sql: str, reached_at_sql: str) -> str:
+    """SQL for encode(): a value part times TIME_SPAN plus the inverted tie-break seconds of a
+    timestamptz expression, clamped as tie_seconds() clamps (params of sql_params())."""
+    return (
+        f"({value_part_sql}) * %(span)s + (%(span)s - 1 - LEAST(GREATEST("
+        f"floor(extract(epoch FROM {reached_at_sql}))::bigint - %(epoch)s, 0), %(span)s - 1))"
+    )
+
+
+def sql_params(board: BoardShape | None = None) -> dict[str, int]:
+    """The parameters the SQL fragments above name."""
+    params = {"span": TIME_SPAN, "epoch": EPOCH_UNIX}
+    if board is not None:
+        params.update(min=board.min_score, max=board.max_score)
+    return params

@@ -145,7 +145,13 @@ class Match(models.Model):
     body_hash = models.CharField(max_length=64)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.ACCEPTED)
     server_key = models.ForeignKey(ServerKey, null=True, blank=True, on_delete=models.SET_NULL)
+    # Stamped by the ingest statement under the game's shared ingest lock (scores/ingest.py), so a
+    # window's cutoff (WindowCutoff) divides matches exactly into received before and after it.
     received_at = models.DateTimeField(auto_now_add=True)
+    # When the match began to count, if not on arrival (NULL: from received_at). A match held on
+    # arrival gets its approval time; one held after the fact had counted since arrival and
+    # gets received_at when it is held, so its approval changes nothing. See WindowCutoff.
+    counts_from = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "matches"
@@ -156,12 +162,33 @@ class Match(models.Model):
 
 
 class Result(models.Model):
-    match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="results")
+    """One player's result in a match: the durable record every value is derived from.
+
+    The table is partitioned by `ended_at` (the match's) with Postgres' native range
+    partitioning: one partition per UTC day, made ahead of time (scores.partitions), and a
+    default partition for whatever falls outside them. Its real primary key is (id, ended_at),
+    as partitioning requires; `id` alone is unique (one sequence), which is all Django needs.
+    Migration 0011 creates it with SQL.
+
+    The ingest statement writes matches and results together from the same rows, so the
+    references are not checked by Postgres (db_constraint=False): three deferred checks per
+    result were a measurable share of a batch. Deleting through the ORM still cascades."""
+
+    match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="results", db_constraint=False)
     # db_index=False: the (player, board) index already leads with player
-    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="results", db_index=False)
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="results")
+    player = models.ForeignKey(
+        Player, on_delete=models.CASCADE, related_name="results", db_index=False, db_constraint=False
+    )
+    # db_index=False: nothing looks results up by board alone (statistics scan recent partitions)
+    board = models.ForeignKey(
+        Board, on_delete=models.CASCADE, related_name="results", db_index=False, db_constraint=False
+    )
     score = models.BigIntegerField()
     metadata = models.JSONField(null=True, blank=True)
+    # the display name sent with the result: the projector applies it to the player
+    display_name = models.CharField(max_length=64, null=True, blank=True)
+    # the match's ended_at, copied: the partition key, and what windows are derived from
+    ended_at = models.DateTimeField()
 
     class Meta:
         indexes = [models.Index(fields=["player", "board"], name="result_player_board")]
@@ -293,3 +320,43 @@ class LoginLinkUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.nonce} -> {self.user_id}"
+
+
+class Pending(models.Model):
+    """Matches committed by ingest that the projector has not applied yet (scores/projection).
+
+    The ingest statement inserts one row per projector partition its results touch (partition =
+    player pk modulo PARTITIONS) in the same transaction as the matches; the projector deletes
+    rows in the transaction that writes their values, so a value is written exactly once however
+    the projector stops. Held matches are listed too and skipped (only accepted ones count)."""
+
+    partition = models.SmallIntegerField()
+    match_pks = ArrayField(models.BigIntegerField())
+    # bounds of the matches' ended_at: the projector's read of their results touches only the
+    # partitions of scores_result that can hold them
+    ended_from = models.DateTimeField()
+    ended_to = models.DateTimeField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["partition", "id"], name="pending_partition_id")]
+
+    def __str__(self) -> str:
+        return f"pending {self.pk} (partition {self.partition}, {len(self.match_pks)} matches)"
+
+
+class WindowCutoff(models.Model):
+    """The moment a board window stopped taking results: set once, when its standings are first
+    frozen (seasons/), under the game's exclusive ingest lock. A match counts in the window only
+    if it began to count (received_at, or counts_from) before `cut_at`; the projector and the
+    moderation recompute apply the same rule, so values, recomputes and frozen standings agree."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="cutoffs")
+    window = models.CharField(max_length=80)
+    cut_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["board", "window"], name="windowcutoff_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.board_id} {self.window} cut at {self.cut_at:%Y-%m-%d %H:%M:%S}"

@@ -2,16 +2,16 @@
 
 from django.dispatch import Signal
 
-# Sent after the ingest transaction commits.
+# Sent after the projector's (or an approval's) transaction that changed values commits.
 # kwargs: outbox_id: int, entries: list[tuple[board_id, window, player_id, encoded]]
 score_accepted = Signal()
 
 # Sent after a friend list change commits. kwargs: player_ids: list[int] whose lists changed.
 friends_changed = Signal()
 
-# Sent after an ingest transaction that stored accepted matches commits (anticheat/ runs its
-# checks after the fact). kwargs: game_id: int, match_pks: list[int]
-matches_stored = Signal()
+# Sent after the projector's transaction that applied accepted matches to values commits
+# (anticheat/ runs its checks after the fact). kwargs: game_id: int, match_pks: list[int]
+matches_applied = Signal()
 
 # Sent after a moderation transaction (void, hold) commits: these values were recomputed and
 # must be rewritten with absolute writes, which may lower or remove them.

@@ -53,6 +53,12 @@ def seasons_at(moment: datetime, seasons: Iterable[SeasonSpan]) -> list[SeasonSp
     return [s for s in seasons if s.starts_at <= moment < s.ends_at]
 
 
+def claim_seasons(moment: datetime, seasons: Iterable[SeasonSpan]) -> list[str | None]:
+    """The seasons a player's region claim for a match is recorded under (None: outside every
+    season); the first is the one its stored results are read back under."""
+    return [s.slug for s in seasons_at(moment, seasons)] or [None]
+
+
 def windows_for(ended_at: datetime, tz: str, kinds: Iterable[str], seasons: Iterable[SeasonSpan]) -> list[str]:
     """Every explicit window a result that ended at `ended_at` counts in."""
     local_day = ended_at.astimezone(ZoneInfo(tz)).date()

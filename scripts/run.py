@@ -3,8 +3,8 @@
 
 Finds or starts PostgreSQL and Redis (scripts/services.py), migrates, loads the demo game
 (unless ``DEMO=0``), then supervises web (scripts/web.py: nginx on PORT, HTTP to gunicorn's sync
-workers, /ws/ to uvicorn; the same command the benchmarks start), the Celery worker and beat,
-and the demo traffic, printing their output line by line behind a ``name |`` prefix.
+workers, /ws/ to uvicorn; the same command the benchmarks start), the projector (applies stored
+matches to values and boards), the Celery worker and beat, and the demo traffic, printing their output line by line behind a ``name |`` prefix.
 
 Ctrl-C, or SIGINT / SIGTERM / SIGHUP to us or to `make`, stops every child (each in its own
 process group, so workers forked by uvicorn or Celery go too) and the servers this run started. If a child exits on its own,
@@ -245,7 +245,7 @@ def _step(out: Output, env: dict[str, str], what: str, cmd: list[str]) -> None:
 
 
 def run(port: int, demo: bool, parent: ParentWatch) -> int:
-    names = ["run", "web", "worker", "beat", *(["demo"] if demo else [])]
+    names = ["run", "web", "projector", "worker", "beat", *(["demo"] if demo else [])]
     out = Output(names)
     for tool in ("uvicorn", "gunicorn", "celery"):
         if not (VENV_BIN / tool).exists():
@@ -270,6 +270,8 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     try:
         # nginx missing here? web.py installs it (root) or falls back, saying so, before the port opens
         supervisor.start("web", web_command(port))
+        # applies what web stores to values and boards (scores/projection/); one owns every partition
+        supervisor.start("projector", venv_cmd("python", "-u manage.py projector"))
         # The outbox job runs every 2 s: at INFO its "received/succeeded" lines would drown the output.
         level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
         worker_args = f"-A leaderboard_project worker --loglevel {level} --concurrency 2"

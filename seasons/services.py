@@ -2,9 +2,10 @@
 
 The close job runs every minute (Celery beat) and by hand (`close_windows [--now T]`). For
 every board window that ended more than the game's grace period ago and is not frozen yet,
-it copies the window's values into a new standings version with one INSERT ... SELECT
-(ROW_NUMBER over the section 6 order), never a Python loop over players. Running it twice
-freezes once. Season windows wait while a held match could change their top 1000."""
+it stops the window taking results (its cutoff), then copies the window's values into a new
+standings version with one INSERT ... SELECT (ROW_NUMBER over the section 6 order), never a
+Python loop over players. Running it twice freezes once. Season windows wait while a held match
+could change their top 1000."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from scores import encoding, windows
+from scores.cutoffs import window_cutoff_set
 from scores.models import Game, Match
 from scores.selectors import BoardConfig, game_config
 from seasons.models import WindowClose, WindowFreeze
@@ -112,7 +114,15 @@ def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: boo
     """Freeze a window's standings from Postgres as a new version.
 
     Without refreeze, does nothing (returns None) if a version exists. With refreeze (after
-    a void), writes the next version and records who moved and by how much."""
+    a void), writes the next version and records who moved and by how much.
+
+    A first freeze sets the window's cutoff before it reads the values (scores/cutoffs.py): from
+    then on the window takes no more results, and everything received before has been applied,
+    so the standings are exactly the values, now and after any later recompute."""
+    if not refreeze:
+        if WindowFreeze.objects.filter(board_id=board.id, window=window).exists():
+            return None
+        window_cutoff_set(game_id=board.game_id, board_id=board.id, window=window)
     with transaction.atomic():
         with connection.cursor() as cur:
             # one freeze of a board window at a time, across processes

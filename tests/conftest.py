@@ -77,7 +77,7 @@ def reset_results() -> None:
     with connection.cursor() as cur:
         cur.execute(
             "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, "
-            "scores_boardoutbox RESTART IDENTITY CASCADE"
+            "scores_boardoutbox, scores_pending, scores_windowcutoff RESTART IDENTITY CASCADE"
         )
     get_redis().flushdb()
     TopApi._local.clear()

@@ -20,9 +20,11 @@ from boards import keys
 from boards.redis import get_redis
 from scores import demo, encoding
 from scores.config import parse_game_config
+from scores.ingest import MatchIn, ResultIn, matches_submit
 from scores.models import Board, Game, Match, Player, PlayerValue, Result, ServerKey
+from scores.projection.values import total_reached_at
 from scores.selectors import game_config, window_expiry
-from scores.services import MatchIn, ResultIn, game_config_apply, matches_submit, total_reached_at
+from scores.services import game_config_apply
 from scores.windows import windows_for
 from tests.conftest import SignedClient
 from tests.factories import server_key

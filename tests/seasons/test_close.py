@@ -129,7 +129,11 @@ def test_season_close_waits_for_held_matches_in_its_top(server: SignedClient, ga
         game=game, match_id="h", ended_at=datetime(2026, 12, 1, tzinfo=UTC), body_hash="x", status="held"
     )
     Result.objects.create(
-        match=held, player=PlayerValue.objects.first().player, board=game.boards.get(slug="rating"), score=70
+        match=held,
+        player=PlayerValue.objects.first().player,
+        board=game.boards.get(slug="rating"),
+        score=70,
+        ended_at=held.ended_at,
     )
     after_season = datetime(2027, 2, 1, 0, 10, tzinfo=UTC)
     report = services.windows_close(now=after_season)

@@ -1,0 +1,64 @@
+"""The advisory locks that order ingest, the projector, moderation and freezes.
+
+Two kinds, each a Postgres transaction-level advisory lock keyed (namespace, number):
+
+- INGEST (number = game id). Every ingest statement takes it *shared* and stamps its matches'
+  received_at after taking it; a window's cutoff is set under it *exclusive*
+  (cutoffs.window_cutoff_set). So when the cutoff is stamped every match received before it
+  has committed, and every later one is stamped after it: received_at < cut_at divides the
+  matches exactly, with no in-flight request on the wrong side.
+- APPLY (number = projector partition). Held by whoever applies a partition's pending matches
+  to values: the projector for one batch, a void or approval while it drains and recomputes.
+  Two appliers of one partition never interleave, so a recompute never counts a result the
+  projector is about to add once more.
+
+Lock order, everywhere: INGEST before APPLY, partitions in ascending order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import connection
+
+INGEST = 7301
+APPLY = 7302
+
+# Logical partitions of the pending matches: a result belongs to partition player pk modulo
+# PARTITIONS, and each partition is applied by one applier at a time (its APPLY lock), so up to
+# PARTITIONS projector processes run side by side. Changing it: stop the projectors, let
+# scores_pending empty, change, start them again.
+PARTITIONS = 16
+
+
+def ingest_lock_exclusive(game_id: int) -> None:
+    """Wait for every ingest statement of the game in flight to commit; hold new ones off until
+    the caller's transaction ends. Keep that transaction short."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [INGEST, game_id])
+
+
+def ingest_lock_shared(game_id: int) -> None:
+    """What an ingest statement takes in SQL itself (scores/ingest.py), for other writers that
+    stamp when a match begins to count (an approval)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [INGEST, game_id])
+
+
+def apply_lock(partitions: Iterable[int]) -> None:
+    """Take the apply lock of these partitions, waiting for a projector batch that holds one."""
+    wanted = sorted(set(partitions))
+    if wanted:
+        with connection.cursor() as cur:
+            cur.execute("SELECT count(pg_advisory_xact_lock(%s, p)) FROM unnest(%s::int[]) AS u(p)", [APPLY, wanted])
+
+
+def apply_lock_try(partitions: Iterable[int]) -> list[int]:
+    """Take the apply locks that are free now; return their partitions (the projector skips a
+    partition a void or an approval is working on, and comes back to it next round)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT p FROM unnest(%s::int[]) AS u(p) WHERE pg_try_advisory_xact_lock(%s, p) ORDER BY p",
+            [sorted(set(partitions)), APPLY],
+        )
+        return [p for (p,) in cur.fetchall()]

@@ -1,0 +1,219 @@
+"""The projector process (`manage.py projector`): applies pending matches batch after batch.
+
+- It wakes on NOTIFY (the ingest statement notifies at commit), so a quiet service applies a
+  submission within milliseconds; with nothing notified it still looks every `idle_seconds`.
+  Under load it does not wait at all: each batch takes whatever is pending, up to MAX_MATCHES,
+  so batches grow with the load and the cost per result falls.
+- Partitions: a process applies the partitions it owns. Ownership is a session advisory lock
+  held on its LISTEN connection, so two processes never own one partition, and when a process
+  dies (its connection drops) another that wants the partition takes it within OWN_RETRY_SECONDS.
+  Run N processes side by side, on N machines, with disjoint `--partitions` (each may also list
+  the others' partitions to stand by for them).
+- Postgres down: it logs once, retries with a growing pause, and carries on where the pending
+  rows say when Postgres is back. Nothing is lost: the rows are the progress.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from scores.partitions import result_partitions_ensure
+from scores.projection.batch import ALL_PARTITIONS, MAX_MATCHES, batch_apply
+
+log = logging.getLogger(__name__)
+
+OWN = 7303  # advisory lock namespace of partition ownership (scores/locks.py has the others)
+OWN_RETRY_SECONDS = 5.0
+PARTITIONS_EVERY_SECONDS = 3600.0
+REPORT_EVERY_SECONDS = 30.0
+
+
+@dataclass
+class Totals:
+    batches: int = 0
+    matches: int = 0
+    results: int = 0
+    max_lag_ms: float = 0.0
+    owned: list[int] = field(default_factory=list)
+
+
+class Projector:
+    def __init__(
+        self,
+        *,
+        partitions: Sequence[int] = ALL_PARTITIONS,
+        idle_seconds: float = 1.0,
+        max_matches: int = MAX_MATCHES,
+    ) -> None:
+        self.wanted = sorted(set(partitions))
+        self.idle_seconds = idle_seconds
+        self.max_matches = max_matches
+        self.stopping = threading.Event()
+        self.totals = Totals()
+        self._listen: psycopg.Connection | None = None
+        self._owned: list[int] = []
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def stop(self, *_: object) -> None:
+        self.stopping.set()
+
+    def install_signal_handlers(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self.stop)
+
+    def run(self) -> Totals:
+        """Apply batches until stopped. Survives Postgres going away and coming back."""
+        pause = 0.5
+        while not self.stopping.is_set():
+            try:
+                self._run_connected()
+                break
+            except (DatabaseError, psycopg.Error) as exc:
+                log.warning("projector: Postgres unavailable (%s); retrying in %.1f s", exc.__class__.__name__, pause)
+                self._disconnect()
+                self.stopping.wait(pause)
+                pause = min(pause * 2, 5.0)
+        self._disconnect()
+        return self.totals
+
+    def _run_connected(self) -> None:
+        self._connect()
+        now = time.monotonic()
+        own_at = partitions_at = report_at = now
+        result_partitions_ensure()
+        self._own()
+        log.info("projector: owns partitions %s of %s", _ranges(self._owned), _ranges(self.wanted))
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            if now >= own_at + OWN_RETRY_SECONDS:
+                own_at = now
+                if len(self._owned) < len(self.wanted):
+                    before = list(self._owned)
+                    self._own()
+                    if self._owned != before:
+                        log.info("projector: now owns partitions %s", _ranges(self._owned))
+            if now >= partitions_at + PARTITIONS_EVERY_SECONDS:
+                partitions_at = now
+                result_partitions_ensure()
+            if now >= report_at + REPORT_EVERY_SECONDS:
+                report_at = now
+                self._report()
+            if self._owned and self.step():
+                self._drain_notifications()  # whatever they announced, the next batch takes
+                continue
+            self._wait(self.idle_seconds)
+
+    def step(self) -> bool:
+        """One batch over the owned partitions; True if it applied anything."""
+        report = batch_apply(partitions=self._owned, max_matches=self.max_matches)
+        if not report.rows:
+            return False
+        t = self.totals
+        t.batches += 1
+        t.matches += report.matches
+        t.results += report.results
+        if report.oldest is not None:
+            t.max_lag_ms = max(t.max_lag_ms, (timezone.now() - report.oldest).total_seconds() * 1000)
+        return True
+
+    # --- Postgres: the LISTEN connection, which also holds the ownership locks ------------
+
+    def _connect(self) -> None:
+        db = settings.DATABASES["default"]
+        self._listen = psycopg.connect(
+            dbname=db["NAME"],
+            user=db.get("USER") or None,
+            password=db.get("PASSWORD") or None,
+            host=db.get("HOST") or None,
+            port=db.get("PORT") or None,
+            connect_timeout=5,
+            autocommit=True,
+        )
+        from scores.ingest import NOTIFY_CHANNEL
+
+        self._listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        self._owned = []
+
+    def _disconnect(self) -> None:
+        if self._listen is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._listen.close()
+            self._listen = None
+        self._owned = []
+        connection.close()  # Django's: a new one on the next query
+
+    def _own(self) -> None:
+        assert self._listen is not None
+        free = [p for p in self.wanted if p not in self._owned]
+        if not free:
+            return
+        rows = self._listen.execute(
+            "SELECT p FROM unnest(%s::int[]) AS u(p) WHERE pg_try_advisory_lock(%s, p)", [free, OWN]
+        ).fetchall()
+        self._owned = sorted(self._owned + [p for (p,) in rows])
+
+    def _wait(self, seconds: float) -> None:
+        assert self._listen is not None
+        for _ in self._listen.notifies(timeout=seconds, stop_after=1):
+            break
+
+    def _drain_notifications(self) -> None:
+        assert self._listen is not None
+        for _ in self._listen.notifies(timeout=0):
+            pass
+
+    def _report(self) -> None:
+        t = self.totals
+        log.info(
+            "projector: %d batches, %d matches, %d results applied so far; max lag %.0f ms",
+            t.batches,
+            t.matches,
+            t.results,
+            t.max_lag_ms,
+        )
+
+
+def _ranges(parts: Sequence[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    out, start, prev = [], None, None
+    for p in sorted(parts):
+        if start is None:
+            start = prev = p
+        elif p == prev + 1:
+            prev = p
+        else:
+            out.append(f"{start}-{prev}" if prev != start else str(start))
+            start = prev = p
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+    return ",".join(out) or "none"
+
+
+def parse_partitions(text: str) -> list[int]:
+    """ "all", or "0-7", "0,3,8-11"; raises ValueError naming what is wrong."""
+    if text.strip() == "all":
+        return list(ALL_PARTITIONS)
+    found: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        lo, _, hi = part.partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            raise ValueError(f"{part!r} is not a partition or a range like 0-7") from None
+        if not 0 <= first <= last < len(ALL_PARTITIONS):
+            raise ValueError(f"{part!r}: partitions are 0-{len(ALL_PARTITIONS) - 1}")
+        found.update(range(first, last + 1))
+    return sorted(found)

@@ -1,0 +1,258 @@
+"""Moderation's side of the durable store: recomputing values after a void or a hold, and
+counting an approved match (anticheat/services.py calls these; they never decide anything).
+
+Both first take the apply locks of the affected players' projector partitions and apply what
+is pending there (scores/projection), inside the caller's transaction: from then until it
+commits, no projector batch touches those players, and a recompute reads exactly the results
+the values hold, minus what it takes away. A result committed meanwhile (still pending) is left
+out of the recompute and added by the projector afterwards, so nothing counts twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import connection
+
+from scores import encoding, locks, pgarrays
+from scores.cutoffs import COUNTS_FROM, cutoffs_of
+from scores.ingest import MatchIn, ResultIn
+from scores.projection import PARTITIONS, partition_of, pending_apply
+from scores.projection.values import outbox_entries, outbox_insert, result_windows
+from scores.selectors import GameConfig
+from scores.send import send_on_commit
+from scores.signals import values_rewritten
+from scores.windows import bounds, claim_seasons
+
+Ref = tuple[int, str, int]  # board_id, window, player_id
+
+
+def stored_matches_load(config: GameConfig, match_pks: Sequence[int]) -> list[tuple[int, MatchIn, dict[str, int]]]:
+    """Stored matches as ingest saw them: (pk, match, {player external id: pk}); each result's
+    region is the one its player held for the season (fixed per season, so the same)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT m.id, m.match_id, m.ended_at, p.id, p.external_id, b.slug, r.score, r.metadata::text
+            FROM scores_match m
+            JOIN scores_result r ON r.match_id = m.id AND r.ended_at = m.ended_at
+            JOIN scores_player p ON p.id = r.player_id
+            JOIN scores_board b ON b.id = r.board_id
+            WHERE m.id = ANY(%s) ORDER BY m.id, r.id
+            """,
+            [list(match_pks)],
+        )
+        rows = cur.fetchall()
+    grouped: dict[int, tuple[str, datetime, list[ResultIn], dict[str, int]]] = {}
+    for pk, match_id, ended_at, player_pk, player, board, score, metadata in rows:
+        entry = grouped.setdefault(pk, (match_id, ended_at, [], {}))
+        entry[2].append(ResultIn(player, board, score, metadata=json.loads(metadata) if metadata else None))
+        entry[3][player] = player_pk
+    regions = _regions(config, {pk for _, _, _, ids in grouped.values() for pk in ids.values()})
+    out = []
+    for pk, (match_id, ended_at, results, ids) in grouped.items():
+        season = claim_seasons(ended_at, config.seasons)[0]
+        results = [
+            r
+            if not regions
+            else ResultIn(r.player, r.board, r.score, metadata=r.metadata, region=regions.get((ids[r.player], season)))
+            for r in results
+        ]
+        out.append((pk, MatchIn(match_id, ended_at, tuple(results)), ids))
+    return out
+
+
+def _regions(config: GameConfig, player_pks: set[int]) -> dict[tuple[int, str | None], str]:
+    if not config.regions or not player_pks:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT pr.player_id, s.slug, r.slug FROM scores_playerregion pr
+            JOIN scores_region r ON r.id = pr.region_id LEFT JOIN scores_season s ON s.id = pr.season_id
+            WHERE pr.player_id = ANY(%s::bigint[])
+            """,
+            [pgarrays.ints(sorted(player_pks))],
+        )
+        return {(p, s): r for p, s, r in cur.fetchall()}
+
+
+def matches_refs(config: GameConfig, match_pks: Sequence[int]) -> set[Ref]:
+    """Every (board, window, player) value these matches counted in (or would have)."""
+    refs: set[Ref] = set()
+    for _, match, players in stored_matches_load(config, match_pks):
+        for r in match.results:
+            board = config.boards[r.board]
+            refs.update(
+                (board.id, w, players[r.player]) for w in result_windows(config, board, match.ended_at, r.region)
+            )
+    return refs
+
+
+def frozen_of(refs: set[Ref]) -> set[tuple[int, str]]:
+    """The (board, window)s among refs that stopped taking results (their standings are frozen)."""
+    return set(cutoffs_of({(b, w) for b, w, _ in refs}))
+
+
+def matches_counted_since_arrival(match_pks: Sequence[int]) -> None:
+    """Record that these matches, held now after counting, began to count on arrival: their
+    approval later must not move that moment (see Match.counts_from)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE scores_match SET counts_from = received_at WHERE id = ANY(%s::bigint[]) AND counts_from IS NULL",
+            [pgarrays.ints(match_pks)],
+        )
+
+
+def matches_count(config: GameConfig, match_pks: Sequence[int]) -> int:
+    """Count matches a moderator approved (the caller set them accepted) exactly as ingest
+    would have counted them on arrival, except in windows frozen meanwhile: a match held on
+    arrival begins to count now (counts_from; one held after the fact keeps its arrival).
+    Applied before the caller commits."""
+    if not match_pks:
+        return 0
+    locks.ingest_lock_shared(config.game.id)  # the stamp must fall on one side of any cutoff
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            UPDATE scores_match SET counts_from = clock_timestamp()
+            WHERE id = ANY(%s::bigint[]) AND counts_from IS NULL
+            """,
+            [pgarrays.ints(match_pks)],
+        )
+        cur.execute(
+            """
+            INSERT INTO scores_pending (partition, match_pks, ended_from, ended_to, created_at)
+            SELECT mod(r.player_id, %s), array_agg(DISTINCT r.match_id), min(r.ended_at), max(r.ended_at), clock_timestamp()
+            FROM scores_match m JOIN scores_result r ON r.match_id = m.id AND r.ended_at = m.ended_at
+            WHERE m.id = ANY(%s::bigint[])
+            GROUP BY 1
+            RETURNING partition
+            """,
+            [PARTITIONS, pgarrays.ints(match_pks)],
+        )
+        partitions = [p for (p,) in cur.fetchall()]
+    return pending_apply(partitions=partitions)
+
+
+_LOCK_VALUES = """
+SELECT pv.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS u(w, p, n)
+JOIN scores_playervalue pv ON pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
+ORDER BY u.n FOR UPDATE OF pv
+"""
+
+# Candidates of one value: the player's accepted results on the board inside the window's
+# bounds (NULL: unbounded) whose match began to count before the window's cutoff (NULL: none),
+# minus results still pending for the projector (committed after this moderation drained their
+# partition: the projector adds them later). Reads go through the (player, board) index.
+_CANDIDATES = f"""
+FROM unnest(%(w)s::text[], %(p)s::bigint[], %(s)s::timestamptz[], %(e)s::timestamptz[], %(c)s::timestamptz[])
+    WITH ORDINALITY AS u(w, p, s, e, c, n)
+JOIN scores_result r ON r.player_id = u.p AND r.board_id = %(board)s
+    AND (u.s IS NULL OR r.ended_at >= u.s) AND (u.e IS NULL OR r.ended_at < u.e)
+JOIN scores_match m ON m.id = r.match_id AND m.status = 'accepted'
+    AND (u.c IS NULL OR {COUNTS_FROM} < u.c)
+WHERE NOT EXISTS (
+    SELECT 1 FROM scores_pending q
+    WHERE q.partition = mod(r.player_id, %(parts)s) AND r.match_id = ANY(q.match_pks)
+)
+"""
+
+_BEST_RECOMPUTE = (
+    "SELECT DISTINCT ON (u.n) u.w, u.p, r.score, r.ended_at, r.metadata::text, r.ended_at, "
+    + encoding.sql_encoded("%(part)s", "r.ended_at")
+    + " AS enc\n"
+    + _CANDIDATES
+    + "ORDER BY u.n, enc DESC, m.id"
+)
+
+# reached_at by projection.values.total_reached_at()'s rule folded over every part: the latest
+# part that added something, else the earliest; metadata of the latest part (ties: last stored).
+_TOTAL_RECOMPUTE = (
+    """
+SELECT u.w, u.p, SUM(r.score)::bigint, COALESCE(MAX(r.ended_at) FILTER (WHERE r.score > 0), MIN(r.ended_at)),
+    (array_agg(r.metadata::text ORDER BY r.ended_at DESC, m.id DESC))[1], MAX(r.ended_at)
+"""
+    + _CANDIDATES
+    + "GROUP BY u.n, u.w, u.p ORDER BY u.n"
+)
+
+
+def values_recompute(config: GameConfig, refs: set[Ref], *, reason: str) -> list[Ref]:
+    """Recompute values from the players' remaining accepted matches (after a void or a hold),
+    in SQL: best = the largest encoded result in the window, total = the sum. Rows with nothing
+    left are deleted. The caller owns the transaction and has set the matches' status.
+
+    After commit, boards/ rewrites these entries with absolute writes (they may go down); an
+    outbox row makes the periodic drain rewrite them once more."""
+    if not refs:
+        return []
+    pending_apply(partitions={partition_of(p) for _, _, p in refs})
+    by_board: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for board_id, window, player_id in sorted(refs):
+        by_board[board_id].append((window, player_id))
+    boards = {b.id: b for b in config.boards.values()}
+    cutoffs = cutoffs_of({(b, w) for b, w, _ in refs})
+    touched: list[Ref] = []
+    with connection.cursor() as cur:
+        for board_id, items in by_board.items():
+            board = boards[board_id]
+            cur.execute(_LOCK_VALUES, [[w for w, _ in items], [p for _, p in items], board_id])
+            spans = [bounds(w, config.timezone_of(w), config.seasons) or (None, None) for w, _ in items]
+            params = {
+                "board": board_id,
+                "w": [w for w, _ in items],
+                "p": [p for _, p in items],
+                "s": [s for s, _ in spans],
+                "e": [e for _, e in spans],
+                "c": [cutoffs.get((board_id, w)) for w, _ in items],
+                "parts": PARTITIONS,
+                **encoding.sql_params(board),
+            }
+            if board.mode == "total":
+                cur.execute(_TOTAL_RECOMPUTE, params)
+                found = [
+                    (w, p, v, reached, meta, latest, encoding.encode(board, v, reached))
+                    for w, p, v, reached, meta, latest in cur.fetchall()
+                ]
+            else:
+                cur.execute(_BEST_RECOMPUTE.replace("%(part)s", encoding.sql_value_part(board, "r.score")), params)
+                found = cur.fetchall()
+            # update the rows that exist (a value never appears here that the projector did not count)
+            cur.execute(
+                """
+                UPDATE scores_playervalue pv SET value = u.v, reached_at = u.r, encoded = u.e, metadata = u.m::jsonb,
+                    latest_at = u.l, updated_at = clock_timestamp()
+                FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::timestamptz[], %s::bigint[], %s::text[],
+                            %s::timestamptz[]) AS u(w, p, v, r, e, m, l)
+                WHERE pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
+                """,
+                [
+                    [f[0] for f in found],
+                    [f[1] for f in found],
+                    [f[2] for f in found],
+                    [f[3] for f in found],
+                    [f[6] for f in found],
+                    [f[4] for f in found],
+                    [f[5] for f in found],
+                    board_id,
+                ],
+            )
+            remaining = {(f[0], f[1]) for f in found}
+            gone = [(w, p) for w, p in items if (w, p) not in remaining]
+            if gone:
+                cur.execute(
+                    """
+                    DELETE FROM scores_playervalue pv USING unnest(%s::text[], %s::bigint[]) AS u(w, p)
+                    WHERE pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
+                    """,
+                    [[w for w, _ in gone], [p for _, p in gone], board_id],
+                )
+            touched.extend((board_id, w, p) for w, p in items)
+    if touched:
+        outbox_id = outbox_insert(outbox_entries(touched), rewrite=True)
+        send_on_commit(values_rewritten, outbox_id=outbox_id, refs=touched, reason=reason)
+    return touched
