@@ -23,6 +23,7 @@ from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import ErrorBodySerializer, NotFound
 from scores import windows
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
+from scores.ids import player_id_check
 from scores.models import ServerKey
 from scores.selectors import BoardConfig, cached_board, cached_game
 
@@ -293,7 +294,7 @@ class PlayerReadApi(APIView):
     def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated("sign the request, or send a player token (Authorization: Bearer ...)")
-        pk = selectors.player_pk(cfg.game_id, player)
+        pk = selectors.player_pk(cfg.game_id, player_id_check(player))
         if pk is None:
             raise NotFound(f"unknown player {player!r}", code="unknown_player")
         self.authorize(request, cfg.game_id, pk)

@@ -20,11 +20,43 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
-# Server-key secrets are derived from this pepper and never stored, so a database dump
-# alone cannot sign requests. Changing it invalidates every issued server key.
-SERVER_KEY_PEPPER = os.environ.get("SERVER_KEY_PEPPER", SECRET_KEY)
 DEBUG = env_bool("DEBUG", False)
+# SECRET_KEY signs sessions and player tokens; server-key secrets are derived from
+# SERVER_KEY_PEPPER and never stored, so a database dump alone cannot sign requests (changing
+# the pepper invalidates every issued server key). Both come from the environment: `make run`
+# and `make manage` fill them from this install's .local/secrets.env, random values written on
+# first use (scripts/services.py). With DEBUG off the service refuses to start without them,
+# on a value published here, or with one value for both.
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+SERVER_KEY_PEPPER = os.environ.get("SERVER_KEY_PEPPER", "")
+PUBLISHED_SECRETS = frozenset({"", "dev-only-insecure-secret-key-change-me", "dev-only-insecure-pepper-change-me"})
+MIN_SECRET_LENGTH = 32
+
+
+def secrets_problem(secret_key: str, pepper: str) -> str | None:
+    """Why these secrets must not serve a real deployment, or None."""
+    for name, value in (("SECRET_KEY", secret_key), ("SERVER_KEY_PEPPER", pepper)):
+        if value in PUBLISHED_SECRETS:
+            return f"{name} is {'not set' if not value else 'a published default'}"
+        if len(value) < MIN_SECRET_LENGTH:
+            return f"{name} is shorter than {MIN_SECRET_LENGTH} characters"
+    if secret_key == pepper:
+        return "SECRET_KEY and SERVER_KEY_PEPPER are the same value"
+    return None
+
+
+if (_problem := secrets_problem(SECRET_KEY, SERVER_KEY_PEPPER)) is not None:
+    if not DEBUG:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"refusing to start with DEBUG off: {_problem}. Set SECRET_KEY and SERVER_KEY_PEPPER to two "
+            "distinct random values (make run and make manage write them to .local/secrets.env), or DEBUG=1 "
+            "for development with throwaway defaults."
+        )
+    warnings.warn(f"DEBUG on with insecure secrets ({_problem}): for development only", stacklevel=1)
+    SECRET_KEY = SECRET_KEY or "dev-only-insecure-secret-key-change-me"
+    SERVER_KEY_PEPPER = SERVER_KEY_PEPPER or "dev-only-insecure-pepper-change-me"
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
 
 INSTALLED_APPS = [
@@ -162,7 +194,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["leaderboard_project.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "leaderboard_project.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

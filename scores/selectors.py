@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connection
 from django.db.models.signals import post_delete, post_save
 
-from scores import encoding, windows
+from scores import encoding, ids, windows
 from scores.models import Board, Friendship, Game, Player, PlayerAccount, Region, Season
 from scores.windows import SeasonSpan
 
@@ -129,6 +129,8 @@ def _load_game(slug: str) -> GameConfig | None:
 
 def cached_game_config(slug: str) -> GameConfig | None:
     """A game with its boards and seasons, re-read from Postgres at most every few seconds."""
+    if not ids.is_slug(slug):
+        return None  # no such game can exist (and a NUL would not even reach Postgres)
     now = time.monotonic()
     hit = _config_cache.get(slug)
     if hit is None or now - hit[0] > _CONFIG_TTL:
