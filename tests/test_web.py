@@ -3,6 +3,7 @@ websockets answer on one port, through the real servers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -105,3 +106,59 @@ def test_ws_workers_sets_how_many_uvicorn_processes_serve_websockets(monkeypatch
     assert uvicorn_workers() == "1"
     monkeypatch.setenv("WS_WORKERS", "4")
     assert uvicorn_workers() == "4"
+
+
+def test_nginx_refuses_a_body_over_the_limit_before_reading_it(monkeypatch, tmp_path: Path) -> None:
+    """A 256 MiB upload is answered 413 (contract body) from its headers alone: nothing is
+    spooled, and a body just over the limit is a 413 every time, never a 502."""
+    if web.find_nginx(install=False) is None:
+        pytest.skip("nginx is not installed here")
+    limit = 64 * 1024
+    port = _free_port()
+    env = {
+        **os.environ,
+        "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", "")),
+        "MAX_REQUEST_BODY_BYTES": str(limit),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "scripts/web.py", "--port", str(port), "--workers", "1", "--topology", "nginx"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            assert proc.poll() is None
+            with contextlib.suppress(OSError):
+                if _get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
+                    break
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(
+                b"POST /api/v1/games/chess/matches HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 268435456\r\n\r\n"
+            )
+            reply = sock.recv(65536).decode(errors="replace")  # no body sent: nginx answers from the headers
+        assert reply.startswith("HTTP/1.1 413"), reply[:200]
+        assert json.loads(reply.split("\r\n\r\n", 1)[1])["error"]["code"] == "payload_too_large"
+        for _ in range(7):
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/v1/games/chess/matches", data=b"x" * (limit + 1), method="POST"
+            )
+            try:
+                urllib.request.urlopen(request, timeout=10)
+                status = 200
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            assert status == 413
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
