@@ -21,7 +21,7 @@ from typing import Any
 from django.core.cache import cache
 
 from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
+from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
 from boards.scripts import script
 from scores import encoding, selectors
 from scores.selectors import BoardConfig, DurableSlice, Profile
@@ -237,11 +237,14 @@ def _page_script(
     board: BoardConfig, window: str, *args: Any, counters: Sequence[str] = (), limits: Sequence[int] = ()
 ) -> list[Any]:
     r = get_redis()
-    return script("page")(
-        keys=[keys.board_key(board.id, window), *counters],
+    reply = script("page")(
+        keys=[keys.board_key(board.id, window), keys.built_marker(), *counters],
         args=[*args, encoding.TIME_SPAN, GROUP_CAP, "1" if board.rank_display == "shared" else "0", *limits],
         client=r,
     )
+    if reply and reply[0] == b"unbuilt":
+        raise BoardIndexNotBuilt("the board index is being rebuilt")
+    return reply
 
 
 def standing_reply(
@@ -310,10 +313,12 @@ def _friends_from_redis(
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
     shared = "1" if board.rank_display == "shared" else "0"
     reply = script("friends")(
-        keys=[keys.board_key(board.id, window)],
+        keys=[keys.board_key(board.id, window), keys.built_marker()],
         args=[encoding.TIME_SPAN, GROUP_CAP, shared, *members],
         client=get_redis(),
     )
+    if reply and reply[0] == b"unbuilt":
+        raise BoardIndexNotBuilt("the board index is being rebuilt")
     found: dict[int, tuple[int, int, int, list[int]]] = {}
     for i in range(0, len(reply), 5):
         member, score, above, better, group = reply[i : i + 5]

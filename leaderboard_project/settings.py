@@ -10,6 +10,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from boards.breaker import GuardedConnection
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -136,13 +138,17 @@ CACHES = {
         "OPTIONS": {
             "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
+            # after the first timeout or refusal, fail at once until Redis answers again
+            # (boards/breaker.py): a hung Redis costs one timeout, not one per command
+            "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection},
             # The cache is an optimisation: a Redis outage must not turn reads into 5xx.
             "IGNORE_EXCEPTIONS": True,
         },
     }
 }
 DJANGO_REDIS_IGNORE_EXCEPTIONS = True
-DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+# The breaker logs each Redis state change once; a traceback per ignored cache call drowned it.
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = False
 
 # Live updates (docs/live.md). Pub/sub: a group message is one PUBLISH that Redis hands to each
 # web process once, whatever the number of sockets. Pub/sub channels are shared by every
