@@ -11,6 +11,7 @@ from pathlib import Path
 import dj_database_url
 
 from boards.breaker import GuardedConnection
+from leaderboard_project.database import pool_reconnect_steadily
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -79,6 +80,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
+    # Postgres unreachable: 503 + Retry-After with the contract body, not a 500
+    "leaderboard_project.database.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # static files (the admin's CSS, the player pages' assets) from the web process itself
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -117,14 +120,17 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 # One small pool per process. Under ASGI each sync view runs on a worker thread, and
 # persistent per-thread connections would grow with the thread pool until Postgres refuses
 # clients; a pool caps what each process holds.
+# With Postgres down a request waits at most DB_POOL_TIMEOUT for a connection, then answers
+# 503 (leaderboard_project/database.py); the pool retries Postgres every 0.5 s meanwhile.
 DATABASES["default"]["OPTIONS"] = {
-    "connect_timeout": 5,
+    "connect_timeout": 2,
     "pool": {
         "min_size": int(os.environ.get("DB_POOL_MIN", "1")),
         "max_size": int(os.environ.get("DB_POOL_MAX", "16")),
-        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "30")),
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "0.5")),
     },
 }
+pool_reconnect_steadily()
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Short timeouts: with Redis down, a submission must still answer quickly (Postgres holds it).

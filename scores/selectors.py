@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models.signals import post_delete, post_save
 
 from scores import encoding, ids, windows
@@ -87,6 +87,7 @@ class BoardConfig:
 
 
 _CONFIG_TTL = 5.0  # seconds: how long an edited game config may take to reach every process
+_CONFIG_RETRY = 1.0  # seconds between reload attempts while Postgres is unreachable
 _config_cache: dict[str, tuple[float, GameConfig | None]] = {}
 _config_lock = threading.Lock()
 
@@ -134,7 +135,14 @@ def cached_game_config(slug: str) -> GameConfig | None:
     now = time.monotonic()
     hit = _config_cache.get(slug)
     if hit is None or now - hit[0] > _CONFIG_TTL:
-        hit = (now, _load_game(slug))
+        try:
+            hit = (now, _load_game(slug))
+        except (OperationalError, InterfaceError):
+            if hit is None:
+                raise
+            # Postgres unreachable: keep serving what we knew (reads from Redis go on), and
+            # try again in a second rather than make every request wait for the pool
+            hit = (now - _CONFIG_TTL + _CONFIG_RETRY, hit[1])
         with _config_lock:
             _config_cache[slug] = hit
     return hit[1]
