@@ -225,6 +225,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Real-time game leaderboards: signed result ingestion, exact ranks, windows and seasons.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # one name per set of statuses (drf-spectacular would call them StatusC58Enum and the like)
+    "ENUM_NAME_OVERRIDES": {
+        "MatchStatusEnum": ["accepted", "held", "voided"],
+        "BatchItemStatusEnum": ["accepted", "held", "voided", "rejected"],
+    },
 }
 
 # Contract section 3: signatures older or newer than this are refused.
