@@ -7,6 +7,8 @@
 #   make lint                     ruff check + ruff format --check
 #   make bench [ARGS=...]         the benchmark suite at 1M players (< 15 min), results in bench/results/
 #                                 and docs/BENCHMARKS.md; ARGS="--players 10000000", "--smoke", see bench/README.md
+#   make faults [ARGS=...]        the fault suite: Redis killed/hung, Postgres stopped, worker killed under signed
+#                                 load, on servers it starts under .local/faults/ (bench/faults.py; exit 1 on a loss)
 #   make clean-local              stop the project-local PostgreSQL/Redis and delete .local/
 #
 # DATABASE_URL, REDIS_URL, TEST_REDIS_URL, PORT and DEMO are read from the environment
@@ -20,7 +22,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SERVICES := $(VENV_PY) scripts/services.py
 
-.PHONY: run test manage lint bench clean-local venv browser
+.PHONY: run test manage lint bench faults clean-local venv browser
 .DEFAULT_GOAL := run
 
 venv: $(STAMP)
@@ -79,6 +81,10 @@ lint: venv
 # Finds or starts PostgreSQL and Redis itself (scripts/services.py), in a database and Redis db of its own.
 bench: venv
 	$(VENV_PY) -m bench --publish $(ARGS)
+
+# Starts its own PostgreSQL and Redis under .local/faults/ (never the shared ones) and breaks them.
+faults: venv
+	$(VENV_PY) -m bench.faults $(ARGS)
 
 # Standard library only: works without the virtualenv.
 clean-local:

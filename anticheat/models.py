@@ -22,6 +22,7 @@ class AuditEntry(models.Model):
         VOID = "void", "Voided"
         VOID_BULK = "void_bulk", "Voided in bulk"
         REVOKE_KEY = "revoke_key", "Server key revoked"
+        ERASE_PLAYER = "erase_player", "Player erased"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     action = models.CharField(max_length=16, choices=Action.choices)

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.dispatch import receiver
 
+from boards.redis import REDIS_DOWN, log_unavailable
 from scores.signals import matches_applied
 
 log = logging.getLogger(__name__)
@@ -23,5 +24,7 @@ def check_after_the_fact(sender: Any, game_id: int, match_pks: list[int], **kwar
     try:
         if checks_enqueue(match_pks):
             check_pending.delay()
-    except Exception as exc:  # the broker is Redis: a submission must succeed without it
+    except REDIS_DOWN as exc:  # the queue and the broker are Redis: a submission must succeed without it
+        log_unavailable(log, "could not enqueue anti-cheat checks of %d match(es): %s", len(match_pks), exc=exc)
+    except Exception as exc:
         log.warning("could not enqueue anti-cheat checks of %d match(es): %s", len(match_pks), exc)

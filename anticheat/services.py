@@ -28,7 +28,7 @@ from boards.redis import get_redis
 from leaderboard_project.errors import Conflict, NotFound
 from scores import encoding, recompute
 from scores import services as scores_services
-from scores.models import Game, Match, Player, ServerKey
+from scores.models import Game, Match, Player, PlayerAccount, ServerKey
 from scores.selectors import game_config
 from seasons.services import standings_refreeze
 
@@ -178,6 +178,41 @@ def matches_void_by_player(*, player: Player, since: datetime, until: datetime, 
     bulk = {"player": player.external_id, "since": since.isoformat(), "until": until.isoformat()}
     with transaction.atomic():
         voided = matches_void(game=player.game, match_pks=pks, reason=reason, actor=actor, bulk=bulk)
+    return voided
+
+
+def player_erase(*, player: Player, reason: str, actor: Actor) -> list[int]:
+    """Remove a player from the boards and history the only way scored data leaves: every
+    match they played in is voided through the normal void path (values recomputed, board
+    entries rewritten, frozen windows frozen again as a new version, each void audited), then
+    their display name is cleared, their friendships dropped and their site login unlinked.
+    The player row stays (the audit log and earlier frozen versions name it), deletion being
+    refused for any player with scored data. Returns the pks of the matches voided."""
+    if not reason.strip():
+        raise ValueError("a reason is required")
+    with transaction.atomic():
+        pks = list(
+            Match.objects.filter(results__player=player)
+            .exclude(status=Match.Status.VOIDED)
+            .values_list("pk", flat=True)
+            .distinct()
+        )
+        bulk = {"erase_player": player.external_id}
+        voided = matches_void(
+            game=player.game, match_pks=pks, reason=f"player erased: {reason}", actor=actor, bulk=bulk
+        )
+        scores_services.friends_replace(game=player.game, player_id=player.external_id, friends=[])
+        Player.objects.filter(pk=player.pk).update(display_name="")
+        PlayerAccount.objects.filter(player=player).delete()
+        _audit(
+            actor,
+            AuditEntry.Action.ERASE_PLAYER,
+            player.game_id,
+            reason,
+            player=player,
+            details={"voided": len(voided)},
+        ).save()
+    log.info("%s erased player %s (%d match(es) voided): %s", actor.label, player.external_id, len(voided), reason)
     return voided
 
 

@@ -24,7 +24,7 @@ import psycopg
 import redis
 from psycopg import sql
 
-from scripts.services import with_redis_db
+from scripts.services import ensure_secrets, with_redis_db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
@@ -62,9 +62,11 @@ class BenchEnv:
     code_dir: Path = REPO_ROOT  # the checkout whose manage.py and servers run (bench/code.py)
 
     def process_env(self, **extra: str) -> dict[str, str]:
-        """The environment of a server or manage.py subprocess: bench database, bench Redis, DEBUG off."""
+        """The environment of a server or manage.py subprocess: bench database, bench Redis, DEBUG off
+        (with this install's secrets, as `make run` has them)."""
         return {
             **os.environ,
+            **ensure_secrets(),
             "DATABASE_URL": self.database_url,
             "REDIS_URL": self.redis_url,
             "CELERY_BROKER_URL": self.redis_url,

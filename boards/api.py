@@ -23,6 +23,7 @@ from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import ErrorBodySerializer, NotFound
 from scores import windows
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
+from scores.ids import player_id_check
 from scores.models import ServerKey
 from scores.selectors import BoardConfig, cached_board, cached_game
 
@@ -204,6 +205,20 @@ WINDOW_PARAM = OpenApiParameter(
     description="all (default), daily, weekly, monthly, season, last7d, last30d, or explicit: daily:2026-11-29, weekly:2026-W48, monthly:2026-11, season:<slug>",
 )
 NOT_FOUND = OpenApiResponse(ErrorBodySerializer, description="unknown game, board, player or window")
+BAD_QUERY = OpenApiResponse(ErrorBodySerializer, description="a parameter out of its range, or a malformed player id")
+
+
+def _int_param(name: str, description: str) -> OpenApiParameter:
+    """An integer query parameter with the bounds _query() enforces (the schema states them)."""
+    lo, hi = _INT_PARAMS[name]
+    default = _DEFAULTS[TopQuerySerializer].get(name, _DEFAULTS[PlayerQuerySerializer].get(name))
+    schema = {"type": "integer", "minimum": lo, "maximum": hi, "default": default}
+    return OpenApiParameter(name, schema, description=f"{description} ({lo}-{hi}, default {default})")
+
+
+LIMIT_PARAM = _int_param("limit", "entries per page")
+OFFSET_PARAM = _int_param("offset", "entries skipped before the page")
+AROUND_PARAM = _int_param("around", "neighbours on each side")
 
 
 def _json(body: dict[str, Any]) -> bytes:
@@ -252,8 +267,8 @@ class TopApi(APIView):
 
     @extend_schema(
         operation_id="boards_top",
-        parameters=[WINDOW_PARAM, REGION_PARAM, OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-        responses={200: TopOutSerializer, 400: ErrorBodySerializer, 404: NOT_FOUND},
+        parameters=[WINDOW_PARAM, REGION_PARAM, LIMIT_PARAM, OFFSET_PARAM],
+        responses={200: TopOutSerializer, 400: BAD_QUERY, 404: NOT_FOUND},
         summary="The top of a board",
     )
     def get(self, request: Request, game: str, board: str) -> Response:
@@ -293,7 +308,7 @@ class PlayerReadApi(APIView):
     def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated("sign the request, or send a player token (Authorization: Bearer ...)")
-        pk = selectors.player_pk(cfg.game_id, player)
+        pk = selectors.player_pk(cfg.game_id, player_id_check(player))
         if pk is None:
             raise NotFound(f"unknown player {player!r}", code="unknown_player")
         self.authorize(request, cfg.game_id, pk)
@@ -364,13 +379,10 @@ class PlayerStandingApi(PlayerReadApi):
 
     @extend_schema(
         operation_id="boards_player",
-        parameters=[
-            WINDOW_PARAM,
-            REGION_PARAM,
-            OpenApiParameter("around", int, description="neighbours on each side, 0-50"),
-        ],
+        parameters=[WINDOW_PARAM, REGION_PARAM, AROUND_PARAM],
         responses={
             200: PlayerOutSerializer,
+            400: BAD_QUERY,
             401: ErrorBodySerializer,
             403: ErrorBodySerializer,
             404: NOT_FOUND,
@@ -413,6 +425,7 @@ class FriendsBoardApi(PlayerReadApi):
         parameters=[WINDOW_PARAM, REGION_PARAM],
         responses={
             200: FriendsOutSerializer,
+            400: BAD_QUERY,
             401: ErrorBodySerializer,
             403: ErrorBodySerializer,
             404: NOT_FOUND,

@@ -25,7 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
 
 from boards import live
-from boards.redis import REDIS_DOWN
+from boards.redis import REDIS_DOWN, log_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class LocalHub:
             try:
                 await _threaded(live.windows_watch)(list(self.pairs.values()))
             except REDIS_DOWN as exc:
-                log.warning("live: could not refresh watches: %s", exc)
+                log_unavailable(log, "live: could not refresh watches: %s", exc=exc)
 
 
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LocalHub] = weakref.WeakKeyDictionary()

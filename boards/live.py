@@ -39,7 +39,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from boards import keys, selectors
-from boards.redis import REDIS_DOWN, get_redis
+from boards.redis import REDIS_DOWN, get_redis, log_unavailable
 from boards.scripts import script
 from scores import encoding, windows
 from scores.auth import player_from_token
@@ -109,7 +109,7 @@ def windows_changed(pairs: Iterable[tuple[int, str]]) -> int:
             client=get_redis(),
         )
     except REDIS_DOWN as exc:
-        log.warning("live: Redis unavailable, %d board windows not marked: %s", len(members), exc)
+        log_unavailable(log, "live: Redis unavailable, %d board windows not marked: %s", len(members), exc=exc)
         return 0
     _trailing_schedule(int(now), {int(float(d)) for d in held})
     return _publish([parse_member(m) for m in due])
@@ -226,7 +226,9 @@ def _publish(pairs: list[tuple[int, str]]) -> int:
         try:
             top = _top_if_changed(board, window) if _top_due(board_id, window) else None
         except REDIS_DOWN as exc:
-            log.warning("live: Redis unavailable, board %d window %s not published: %s", board_id, window, exc)
+            log_unavailable(
+                log, "live: Redis unavailable, board %d window %s not published: %s", board_id, window, exc=exc
+            )
             continue
         update = {"type": "live.update", "id": secrets.token_hex(8), "top": top}
         messages.append((group_name(board_id, window), update))

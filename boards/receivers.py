@@ -7,7 +7,7 @@ from typing import Any
 from django.dispatch import receiver
 
 from boards import live, selectors, services
-from boards.redis import REDIS_DOWN
+from boards.redis import REDIS_DOWN, log_unavailable
 from scores.signals import friends_changed, score_accepted, values_rewritten
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,9 @@ def rewrite_moderated_values(sender: Any, outbox_id: int, refs: list[tuple[int, 
     try:
         services.values_rewrite(refs)
     except REDIS_DOWN as exc:
-        log.warning("Redis unavailable, %d moderated values wait in outbox row %d: %s", len(refs), outbox_id, exc)
+        log_unavailable(
+            log, "Redis unavailable, %d moderated values wait in outbox row %d: %s", len(refs), outbox_id, exc=exc
+        )
         return
     _live_notify((board_id, window) for board_id, window, _ in refs)
 
@@ -42,5 +44,7 @@ def _live_notify(pairs: Iterable[tuple[int, str]]) -> None:
     committed and mirrored already, so a failure here is logged, never the caller's error."""
     try:
         live.windows_changed(pairs)
+    except REDIS_DOWN as exc:
+        log_unavailable(log, "live: board changes not published: %s", exc=exc)
     except Exception:
         log.exception("live: publishing board changes failed")

@@ -1,13 +1,34 @@
-"""The Redis connection the ranking engine uses (django-redis' pool for the default cache)."""
+"""The Redis connection the ranking engine uses (django-redis' pool for the default cache,
+behind the circuit breaker of boards/breaker.py: settings.CACHES sets its connection class)."""
+
+from __future__ import annotations
+
+import logging
 
 from django_redis import get_redis_connection
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-# What "Redis is unreachable" looks like to callers that degrade instead of failing.
+from boards.breaker import RedisUnavailable
+
+# What "Redis is unreachable" looks like to callers that degrade instead of failing
+# (RedisUnavailable, the open breaker's refusal, is a RedisConnectionError).
 REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+class BoardIndexNotBuilt(RedisConnectionError):
+    """Redis answers but has not (re)built the index yet (its marker is missing: it restarted
+    empty or was flushed). Readers treat it as Redis down and answer from Postgres, marked
+    degraded, rather than serve a partial board as whole."""
 
 
 def get_redis() -> Redis:
     return get_redis_connection("default")
+
+
+def log_unavailable(logger: logging.Logger, message: str, *args: object, exc: BaseException) -> None:
+    """A caller's note that Redis was unreachable. The breaker has already said so once, at
+    WARNING, when it opened: each refused call after that is DEBUG, not a line per request."""
+    level = logging.DEBUG if isinstance(exc, RedisUnavailable | BoardIndexNotBuilt) else logging.INFO
+    logger.log(level, message, *args, exc)

@@ -11,19 +11,22 @@ say so (`degraded`)."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
 
 from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
+from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
 from boards.scripts import script
 from scores import encoding, selectors
 from scores.selectors import BoardConfig, DurableSlice, Profile
+
+log = logging.getLogger(__name__)
 
 GROUP_CAP = 10_000  # members fetched per group of identical scores (see docs/reads.md)
 PROFILE_TTL = 270  # seconds a profile stays in the shared cache
@@ -182,8 +185,23 @@ def _entries(board: BoardConfig, s: _Slice, start: int, stop: int) -> list[Entry
     return [
         _entry(board, s.start + i, pk, encoded, s)
         for i, (pk, encoded) in enumerate(s.rows)
-        if start <= s.start + i <= stop
+        if start <= s.start + i <= stop and pk in s.profiles
     ]
+
+
+def _unknown_members(board: BoardConfig, window: str, members: Iterable[int], profiles: dict[int, Profile]) -> None:
+    """Members of a sorted set with no player row are skipped by every read (they still hold
+    their place, so the ranks around them stay Redis' ranks). The index lost sync with the
+    durable store (a player deleted outside the service); a rebuild removes them."""
+    missing = sorted(set(members) - profiles.keys())
+    if missing:
+        log.warning(
+            "board %s %s: %d member(s) without a player row skipped (run rebuild_boards): %s",
+            board.slug,
+            window,
+            len(missing),
+            missing[:10],
+        )
 
 
 def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
@@ -193,7 +211,8 @@ def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
         for i in range(0, len(flat), 2):
             members[int(flat[i])] = int(float(flat[i + 1]))
     profiles = _profiles(board, window, members) if members else {}
-    rows = sorted(members.items(), key=lambda kv: (-kv[1], profiles[kv[0]].external_id.encode()))
+    _unknown_members(board, window, members, profiles)
+    rows = sorted(members.items(), key=lambda kv: (-kv[1], _id_bytes(profiles, kv[0])))
     return _Slice(
         total=int(total),
         start=int(above_first),
@@ -201,6 +220,13 @@ def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
         better={int(better[i]): int(better[i + 1]) for i in range(0, len(better), 2)},
         profiles=profiles,
     )
+
+
+def _id_bytes(profiles: dict[int, Profile], pk: int) -> bytes:
+    """The contract's last tie-break: player id bytes (a member without a row sorts first of
+    its group; it is never shown)."""
+    profile = profiles.get(pk)
+    return profile.external_id.encode() if profile else b""
 
 
 def _from_postgres(s: DurableSlice) -> _Slice:
@@ -211,11 +237,14 @@ def _page_script(
     board: BoardConfig, window: str, *args: Any, counters: Sequence[str] = (), limits: Sequence[int] = ()
 ) -> list[Any]:
     r = get_redis()
-    return script("page")(
-        keys=[keys.board_key(board.id, window), *counters],
+    reply = script("page")(
+        keys=[keys.board_key(board.id, window), keys.built_marker(), *counters],
         args=[*args, encoding.TIME_SPAN, GROUP_CAP, "1" if board.rank_display == "shared" else "0", *limits],
         client=r,
     )
+    if reply and reply[0] == b"unbuilt":
+        raise BoardIndexNotBuilt("the board index is being rebuilt")
+    return reply
 
 
 def standing_reply(
@@ -264,7 +293,9 @@ def player_standing(
         if position is None:
             return Standing(window, s.total, None, None, [], degraded=True)
     entries = _entries(board, s, position - around, position + around)
-    me = next(e for e in entries if e.player_id == pk)
+    me = next((e for e in entries if e.player_id == pk), None)
+    if me is None:  # ranked in Redis, but no player row: as a player without a score
+        return Standing(window, s.total, None, None, [], degraded)
     better = s.better[me.encoded >> encoding.TIME_BITS]
     percentile = math.floor((s.total - better) * 10000 / s.total) / 100
     return Standing(window, s.total, me, percentile, entries, degraded)
@@ -282,10 +313,12 @@ def _friends_from_redis(
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
     shared = "1" if board.rank_display == "shared" else "0"
     reply = script("friends")(
-        keys=[keys.board_key(board.id, window)],
+        keys=[keys.board_key(board.id, window), keys.built_marker()],
         args=[encoding.TIME_SPAN, GROUP_CAP, shared, *members],
         client=get_redis(),
     )
+    if reply and reply[0] == b"unbuilt":
+        raise BoardIndexNotBuilt("the board index is being rebuilt")
     found: dict[int, tuple[int, int, int, list[int]]] = {}
     for i in range(0, len(reply), 5):
         member, score, above, better, group = reply[i : i + 5]
@@ -295,10 +328,13 @@ def _friends_from_redis(
         for g in group:
             wanted.setdefault(g, encoded)
     profiles = _profiles(board, window, wanted) if wanted else {}
+    _unknown_members(board, window, wanted, profiles)
     standings = {}
     for m, (encoded, above, better, group) in found.items():
+        if m not in profiles:
+            continue
         mine = profiles[m].external_id.encode()
-        tied_before = sum(1 for g in group if profiles[g].external_id.encode() < mine)
+        tied_before = sum(1 for g in group if _id_bytes(profiles, g) < mine)
         standings[m] = (encoded, above + tied_before, better)
     return standings, profiles
 

@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
+from boards.redis import REDIS_DOWN, get_redis, log_unavailable
 from scores import pgarrays
 from scores.models import Board, BoardOutbox
 from scores.selectors import window_expiry
@@ -62,7 +62,7 @@ def outbox_entry_apply(*, outbox_id: int, entries: list[Entry]) -> bool:
     try:
         values_write(entries, outbox_id=outbox_id)
     except REDIS_DOWN as exc:
-        log.warning("Redis unavailable, %d values wait in outbox row %d: %s", len(entries), outbox_id, exc)
+        log_unavailable(log, "Redis unavailable, %d values wait in outbox row %d: %s", len(entries), outbox_id, exc=exc)
         return False
     return True
 
@@ -173,8 +173,9 @@ def boards_rebuild(
     Readers see the old or the new board, never a half-built one. Values committed while the
     rebuild streamed are replayed after the swap (ZADD GT), so none is lost."""
     started = timezone.now()
-    full = boards is None
     boards = list(Board.objects.all() if boards is None else boards)
+    # every board rebuilt (named one by one or not): the index is complete, readers may trust it
+    full = {b.id for b in boards} >= set(Board.objects.values_list("id", flat=True))
     report = RebuildReport(boards=len(boards))
     r = get_redis()
     token = secrets.token_hex(4)
@@ -285,10 +286,27 @@ def _catch_up(since, board_ids: list[int]) -> int:
     return len(rows)
 
 
+# One full rebuild at a time across every worker process: the periodic job runs every 2 s on
+# several processes, and a rebuild takes longer than that. A session-level advisory lock, so a
+# worker that dies mid-rebuild releases it with its connection.
+REBUILD_LOCK = "boards-index-rebuild"
+
+
 def board_index_heal(*, grace_seconds: float | None = None) -> int:
-    """Periodic: rebuild everything if Redis lost the index, then drain the outbox."""
+    """Periodic: rebuild everything if Redis lost the index (one process does, the others go
+    on draining), then drain the outbox."""
     r = get_redis()
     if not r.exists(keys.built_marker()):
-        log.warning("Board index marker missing (Redis restarted or flushed): rebuilding from Postgres")
-        boards_rebuild()
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [REBUILD_LOCK])
+            locked = cur.fetchone()[0]
+        if locked:
+            try:
+                if not r.exists(keys.built_marker()):  # another process may have just finished
+                    log.warning("Board index marker missing (Redis restarted or flushed): rebuilding from Postgres")
+                    report = boards_rebuild()
+                    log.warning("Board index rebuilt: %d entries in %.1f s", report.entries, report.seconds)
+            finally:
+                with connection.cursor() as cur:
+                    cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", [REBUILD_LOCK])
     return outbox_drain(grace_seconds=grace_seconds)

@@ -8,6 +8,7 @@ updates (contract section 9) on top of the server-rendered page."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -81,8 +82,17 @@ def _row(e: selectors.Entry, me_pk: int | None) -> Row:
     return Row(e.rank, e.external_id, e.display_name, e.value, me=e.player_id == me_pk)
 
 
-def _not_found(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "pages/not_found.html", {"message": message}, status=404)
+def _not_found(request: HttpRequest, message: str, status: int = 404) -> HttpResponse:
+    return render(request, "pages/not_found.html", {"message": message, "status": status}, status=status)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _control_characters(request: HttpRequest) -> str | None:
+    """The first query parameter holding a control character (a NUL cannot even reach
+    Postgres in a text value): such a page is a 400, never a search for it."""
+    return next((name for name, values in request.GET.lists() if any(_CONTROL.search(v) for v in values)), None)
 
 
 # --- frozen standings: small reads next to seasons.selectors (same tables and indexes) -------
@@ -346,6 +356,8 @@ def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
     cfg = cached_board(game, board)
     if cfg is None:
         return _not_found(request, f"There is no board {board!r} in game {game!r}.")
+    if (name := _control_characters(request)) is not None:
+        return _not_found(request, f"The {name!r} parameter holds a control character.", status=400)
     game_obj = cached_game(game)[0]
     now = timezone.now()
     where = _where(request, cfg, now)

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import dj_database_url
 
+from boards.breaker import GuardedConnection
+from leaderboard_project.database import pool_reconnect_steadily
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -20,11 +23,43 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
-# Server-key secrets are derived from this pepper and never stored, so a database dump
-# alone cannot sign requests. Changing it invalidates every issued server key.
-SERVER_KEY_PEPPER = os.environ.get("SERVER_KEY_PEPPER", SECRET_KEY)
 DEBUG = env_bool("DEBUG", False)
+# SECRET_KEY signs sessions and player tokens; server-key secrets are derived from
+# SERVER_KEY_PEPPER and never stored, so a database dump alone cannot sign requests (changing
+# the pepper invalidates every issued server key). Both come from the environment: `make run`
+# and `make manage` fill them from this install's .local/secrets.env, random values written on
+# first use (scripts/services.py). With DEBUG off the service refuses to start without them,
+# on a value published here, or with one value for both.
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+SERVER_KEY_PEPPER = os.environ.get("SERVER_KEY_PEPPER", "")
+PUBLISHED_SECRETS = frozenset({"", "dev-only-insecure-secret-key-change-me", "dev-only-insecure-pepper-change-me"})
+MIN_SECRET_LENGTH = 32
+
+
+def secrets_problem(secret_key: str, pepper: str) -> str | None:
+    """Why these secrets must not serve a real deployment, or None."""
+    for name, value in (("SECRET_KEY", secret_key), ("SERVER_KEY_PEPPER", pepper)):
+        if value in PUBLISHED_SECRETS:
+            return f"{name} is {'not set' if not value else 'a published default'}"
+        if len(value) < MIN_SECRET_LENGTH:
+            return f"{name} is shorter than {MIN_SECRET_LENGTH} characters"
+    if secret_key == pepper:
+        return "SECRET_KEY and SERVER_KEY_PEPPER are the same value"
+    return None
+
+
+if (_problem := secrets_problem(SECRET_KEY, SERVER_KEY_PEPPER)) is not None:
+    if not DEBUG:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"refusing to start with DEBUG off: {_problem}. Set SECRET_KEY and SERVER_KEY_PEPPER to two "
+            "distinct random values (make run and make manage write them to .local/secrets.env), or DEBUG=1 "
+            "for development with throwaway defaults."
+        )
+    warnings.warn(f"DEBUG on with insecure secrets ({_problem}): for development only", stacklevel=1)
+    SECRET_KEY = SECRET_KEY or "dev-only-insecure-secret-key-change-me"
+    SERVER_KEY_PEPPER = SERVER_KEY_PEPPER or "dev-only-insecure-pepper-change-me"
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h]
 
 INSTALLED_APPS = [
@@ -45,6 +80,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
+    # Postgres unreachable: 503 + Retry-After with the contract body, not a 500
+    "leaderboard_project.database.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # static files (the admin's CSS, the player pages' assets) from the web process itself
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -83,14 +120,17 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 # One small pool per process. Under ASGI each sync view runs on a worker thread, and
 # persistent per-thread connections would grow with the thread pool until Postgres refuses
 # clients; a pool caps what each process holds.
+# With Postgres down a request waits at most DB_POOL_TIMEOUT for a connection, then answers
+# 503 (leaderboard_project/database.py); the pool retries Postgres every 0.5 s meanwhile.
 DATABASES["default"]["OPTIONS"] = {
-    "connect_timeout": 5,
+    "connect_timeout": 2,
     "pool": {
         "min_size": int(os.environ.get("DB_POOL_MIN", "1")),
         "max_size": int(os.environ.get("DB_POOL_MAX", "16")),
-        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "30")),
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "0.5")),
     },
 }
+pool_reconnect_steadily()
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Short timeouts: with Redis down, a submission must still answer quickly (Postgres holds it).
@@ -104,13 +144,17 @@ CACHES = {
         "OPTIONS": {
             "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
+            # after the first timeout or refusal, fail at once until Redis answers again
+            # (boards/breaker.py): a hung Redis costs one timeout, not one per command
+            "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection},
             # The cache is an optimisation: a Redis outage must not turn reads into 5xx.
             "IGNORE_EXCEPTIONS": True,
         },
     }
 }
 DJANGO_REDIS_IGNORE_EXCEPTIONS = True
-DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+# The breaker logs each Redis state change once; a traceback per ignored cache call drowned it.
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = False
 
 # Live updates (docs/live.md). Pub/sub: a group message is one PUBLISH that Redis hands to each
 # web process once, whatever the number of sockets. Pub/sub channels are shared by every
@@ -162,7 +206,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["leaderboard_project.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "leaderboard_project.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
@@ -181,6 +225,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Real-time game leaderboards: signed result ingestion, exact ranks, windows and seasons.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # one name per set of statuses (drf-spectacular would call them StatusC58Enum and the like)
+    "ENUM_NAME_OVERRIDES": {
+        "MatchStatusEnum": ["accepted", "held", "voided"],
+        "BatchItemStatusEnum": ["accepted", "held", "voided", "rejected"],
+    },
 }
 
 # Contract section 3: signatures older or newer than this are refused.

@@ -2,8 +2,13 @@
 flush it) unless REDIS_URL says otherwise."""
 
 import os
+import secrets
 
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+# Random per test run (inherited by the servers the suite starts): no published secret serves
+# even a test, and DEBUG stays off as in production.
+os.environ.setdefault("SECRET_KEY", "test-" + secrets.token_urlsafe(40))
+os.environ.setdefault("SERVER_KEY_PEPPER", "test-pepper-" + secrets.token_urlsafe(40))
 
 from leaderboard_project.settings import *  # noqa: E402, F403
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -23,9 +23,10 @@ from leaderboard_project.errors import (
     error_body,
     flatten_detail,
 )
-from scores import ingest, services
+from scores import ids, ingest, services
 from scores.auth import ServerKeyAuthentication, server_key_permission
-from scores.models import PLAYER_RE, SLUG_RE, Player
+from scores.ids import MATCH_ID_RE, PLAYER_RE, SLUG_RE, match_id_check, player_id_check
+from scores.models import Player
 from scores.selectors import cached_game
 
 MAX_METADATA_BYTES = 1024
@@ -41,9 +42,37 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class ExactIdField(serializers.RegexField):
+    """An id taken exactly as sent (contract section 12): no trimming, and the whole value
+    must match (Python's `$` alone would let a trailing newline through)."""
+
+    def __init__(self, regex: str, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        # (DRF formats the message: braces in the pattern are doubled)
+        form = regex.replace("{", "{{").replace("}", "}}")
+        kwargs.setdefault("error_messages", {"invalid": f"must be exactly of the form {form}, with nothing around it"})
+        super().__init__(regex, **kwargs)
+        self._exact = re.compile(regex[1:-1] if regex.startswith("^") and regex.endswith("$") else regex)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if self._exact.fullmatch(value) is None:
+            self.fail("invalid")
+        return value
+
+
+# ended_at outside these years is refused as a date-time (year 1 or 9999 shifted by an offset
+# leaves the range datetime can hold; no real match ended before 1970)
+ENDED_AT_MIN = datetime(1970, 1, 1, tzinfo=UTC)
+ENDED_AT_MAX = datetime(9999, 1, 1, tzinfo=UTC)
+
+
 @extend_schema_field(OpenApiTypes.DATETIME)
 class Rfc3339Field(serializers.Field):
-    default_error_messages = {"invalid": "must be an RFC 3339 date-time with an offset, e.g. 2026-11-29T18:59:58Z"}
+    default_error_messages = {
+        "invalid": "must be an RFC 3339 date-time with an offset, e.g. 2026-11-29T18:59:58Z",
+        "range": "must be between 1970-01-01T00:00:00Z and 9999-01-01T00:00:00Z",
+    }
 
     def to_internal_value(self, data: Any) -> datetime:
         if not isinstance(data, str) or "T" not in data.upper():
@@ -54,6 +83,12 @@ class Rfc3339Field(serializers.Field):
             self.fail("invalid")
         if value.tzinfo is None:
             self.fail("invalid")
+        try:
+            in_utc = value.astimezone(UTC)
+        except OverflowError:
+            self.fail("range")
+        if not ENDED_AT_MIN <= in_utc < ENDED_AT_MAX:
+            self.fail("range")
         return value
 
     def to_representation(self, value: datetime) -> str:
@@ -70,18 +105,16 @@ class MetadataField(serializers.JSONField):
 
 
 class ResultInSerializer(serializers.Serializer):
-    player = serializers.RegexField(PLAYER_RE, max_length=64)
-    board = serializers.RegexField(SLUG_RE, max_length=64)
+    player = ExactIdField(PLAYER_RE, max_length=64)
+    board = ExactIdField(SLUG_RE, max_length=64)
     score = StrictIntegerField()
     display_name = serializers.CharField(min_length=1, max_length=64, required=False)
     metadata = MetadataField(required=False)
-    region = serializers.RegexField(
-        SLUG_RE, max_length=64, required=False, help_text="The player's region (fixed for a season)."
-    )
+    region = ExactIdField(SLUG_RE, max_length=64, required=False, help_text="The player's region (fixed for a season).")
 
 
 class MatchInSerializer(serializers.Serializer):
-    match_id = serializers.RegexField(r"^[\x20-\x7e]{1,128}$", max_length=128)
+    match_id = ExactIdField(MATCH_ID_RE, max_length=128)
     ended_at = Rfc3339Field()
     results = ResultInSerializer(many=True, min_length=1, max_length=100)
 
@@ -104,24 +137,17 @@ def _to_match(data: dict[str, Any]) -> ingest.MatchIn:
 # the serializers above, which decide and word the error as before. So the fast path can only
 # say "yes, and here it is" for bodies DRF would accept unchanged (tests/scores/test_fast_input.py).
 
-_MATCH_ID = re.compile(r"^[\x20-\x7e]{1,128}$")
-_PLAYER = re.compile(PLAYER_RE)
-_SLUG = re.compile(SLUG_RE)
 _UNSAFE_TEXT = re.compile("[\x00\ud800-\udfff]")  # what DRF's CharField validators refuse
 _RESULT_KEYS = frozenset({"player", "board", "score", "display_name", "metadata", "region"})
 _SCORE_LIMIT = 10**18  # DRF refuses integers of more than 1000 digits; leave such oddities to it
 _rfc3339 = Rfc3339Field()
 
 
-def _plain(value: Any, pattern: re.Pattern[str]) -> bool:
-    return type(value) is str and len(value) <= 64 and pattern.match(value) is not None and value == value.strip()
-
-
 def _fast_result(raw: Any) -> ingest.ResultIn | None:
     if type(raw) is not dict:
         return None
     player, board, score = raw.get("player"), raw.get("board"), raw.get("score")
-    if not (_plain(player, _PLAYER) and _plain(board, _SLUG)):
+    if not (ids.is_player_id(player) and ids.is_slug(board)):
         return None
     if type(score) is not int or not -_SCORE_LIMIT < score < _SCORE_LIMIT:
         return None
@@ -143,7 +169,7 @@ def _fast_result(raw: Any) -> ingest.ResultIn | None:
     ):
         return None
     region = raw.get("region")
-    if "region" in raw and not _plain(region, _SLUG):
+    if "region" in raw and not ids.is_slug(region):
         return None
     return ingest.ResultIn(player, board, score, display_name, metadata, region)
 
@@ -153,7 +179,7 @@ def _fast_match(raw: Any) -> ingest.MatchIn | None:
     if type(raw) is not dict:
         return None
     match_id, ended_at, results = raw.get("match_id"), raw.get("ended_at"), raw.get("results")
-    if type(match_id) is not str or not _MATCH_ID.match(match_id) or match_id != match_id.strip():
+    if not ids.is_match_id(match_id):
         return None
     if type(ended_at) is not str or type(results) is not list or not 1 <= len(results) <= 100:
         return None
@@ -336,7 +362,7 @@ class MatchVoidApi(ModerationApiView):
     def post(self, request: Request, game: str, match_id: str) -> Response:
         body = VoidInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        match = moderation.match_get(game=self.game(), match_id=match_id)
+        match = moderation.match_get(game=self.game(), match_id=match_id_check(match_id))
         match = moderation.match_void(
             match=match, reason=body.validated_data["reason"], actor=moderation.Actor.of_key(request.auth)
         )
@@ -357,7 +383,7 @@ class MatchApproveApi(ModerationApiView):
     def post(self, request: Request, game: str, match_id: str) -> Response:
         body = ApproveInSerializer(data=request.data or {})
         body.is_valid(raise_exception=True)
-        match = moderation.match_get(game=self.game(), match_id=match_id)
+        match = moderation.match_get(game=self.game(), match_id=match_id_check(match_id))
         match = moderation.match_approve(
             match=match, actor=moderation.Actor.of_key(request.auth), reason=body.validated_data.get("reason", "")
         )
@@ -373,9 +399,7 @@ class TokenOutSerializer(serializers.Serializer):
 
 
 class FriendListInSerializer(serializers.Serializer):
-    friends = serializers.ListField(
-        child=serializers.RegexField(PLAYER_RE, max_length=64), max_length=services.MAX_FRIENDS
-    )
+    friends = serializers.ListField(child=ExactIdField(PLAYER_RE, max_length=64), max_length=services.MAX_FRIENDS)
 
 
 class FriendListOutSerializer(serializers.Serializer):
@@ -390,7 +414,7 @@ class PlayerTokenApi(ServerApiView):
         summary="A bearer token with which the game client reads as this player",
     )
     def post(self, request: Request, game: str, player: str) -> Response:
-        found = Player.objects.filter(game=self.game(), external_id=player).first()
+        found = Player.objects.filter(game=self.game(), external_id=player_id_check(player)).first()
         if found is None:
             raise NotFound(f"unknown player {player!r}", code="unknown_player")
         token, expires_at = services.player_token_issue(player=found)
@@ -417,7 +441,7 @@ class PlayerLoginLinkApi(ServerApiView):
 
         from scores import accounts
 
-        found = Player.objects.filter(game=self.game(), external_id=player).first()
+        found = Player.objects.filter(game=self.game(), external_id=player_id_check(player)).first()
         if found is None:
             raise NotFound(f"unknown player {player!r}", code="unknown_player")
         link = accounts.login_link_create(player=found)
@@ -433,8 +457,7 @@ class FriendsApi(ServerApiView):
         summary="Replace a player's friend list (mutual, at most 1000)",
     )
     def put(self, request: Request, game: str, player: str) -> Response:
-        if not re.match(PLAYER_RE, player):
-            raise ApiError(f"{player!r} is not a valid player id", code="invalid_player")
+        player_id_check(player)
         body = FriendListInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         friends = services.friends_replace(game=self.game(), player_id=player, friends=body.validated_data["friends"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -51,16 +52,19 @@ class ServerPrincipal:
         return self.key.game_id
 
 
+_SIGNATURE_T = re.compile(r"[0-9]{1,12}")  # unix seconds (12 digits reach year 33658)
+_SIGNATURE_V1 = re.compile(r"[0-9a-fA-F]{64}")
+_KEY_ID = re.compile(r"[\x21-\x7e]{1,40}")  # what ServerKey.key_id can hold (sk_ + hex)
+
+
 def _parse_signature(header: str) -> tuple[int, str]:
     parts = dict(p.strip().split("=", 1) for p in header.split(",") if "=" in p)
-    try:
-        t = int(parts["t"])
-        v1 = parts["v1"]
-    except (KeyError, ValueError):
-        raise exceptions.AuthenticationFailed("X-Signature must look like t=<unix seconds>,v1=<hex>") from None
-    if len(v1) != 64:
+    t, v1 = parts.get("t", ""), parts.get("v1", "")
+    if not _SIGNATURE_T.fullmatch(t) or "v1" not in parts:
+        raise exceptions.AuthenticationFailed("X-Signature must look like t=<unix seconds>,v1=<hex>")
+    if not _SIGNATURE_V1.fullmatch(v1):
         raise exceptions.AuthenticationFailed("X-Signature v1 must be 64 hex characters")
-    return t, v1
+    return int(t), v1
 
 
 def _signed_path(request: Request) -> str:
@@ -123,7 +127,7 @@ class ServerKeyAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 f"signature timestamp is more than {settings.SIGNATURE_MAX_SKEW_SECONDS} s away from server time"
             )
-        key = server_key_get(key_id)
+        key = server_key_get(key_id) if _KEY_ID.fullmatch(key_id) else None
         if key is None:
             raise exceptions.AuthenticationFailed("unknown key id")
         secret = server_key_secret(key.key_id, key.salt)

@@ -5,7 +5,6 @@ with any problem is refused whole."""
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -14,7 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from anticheat.thresholds import thresholds_parse
 from scores import encoding
-from scores.models import SLUG_RE
+from scores.ids import is_slug
 from scores.windows import ROLLING_WINDOWS, WINDOW_KINDS
 
 
@@ -225,7 +224,7 @@ def _str(raw: dict[str, Any], key: str, p: str, default: str | None = None) -> s
 
 def _slug(raw: dict[str, Any], p: str) -> str:
     value = _str(raw, "slug", p)
-    if not re.match(SLUG_RE, value):
+    if not is_slug(value):
         raise ConfigError(p + "slug", f"{value!r} is not a slug ([a-z0-9][a-z0-9-]{{0,63}})")
     return value
 

@@ -6,8 +6,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.core.validators import RegexValidator
 from django.db import models
 
-SLUG_RE = r"^[a-z0-9][a-z0-9-]{0,63}$"
-PLAYER_RE = r"^[A-Za-z0-9_.:@-]{1,64}$"
+from scores.ids import PLAYER_RE, SLUG_RE  # noqa: F401  (PLAYER_RE: re-exported for older imports)
+
 slug_validator = RegexValidator(SLUG_RE, "Use 1-64 characters: a-z, 0-9 and '-', starting with a letter or digit.")
 
 
@@ -101,7 +101,7 @@ class Player(models.Model):
     cannot spell an operator class on an expression next to a plain column)."""
 
     # db_index=False: the unique (game, external_id) index already leads with game
-    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="players", db_index=False)
+    game = models.ForeignKey(Game, on_delete=models.PROTECT, related_name="players", db_index=False)
     external_id = models.CharField(max_length=64)
     display_name = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -131,6 +131,12 @@ class ServerKey(models.Model):
         return f"{self.name} ({self.key_id})"
 
 
+# Scored data (matches, results, values, frozen standings) is never deleted by a cascade: the
+# references to it PROTECT, so deleting a game, board or player that has any is refused. A
+# match stops counting by being voided; a player leaves through an erasure that voids their
+# matches (anticheat.services.player_erase), so boards and frozen history stay consistent.
+
+
 class Match(models.Model):
     class Status(models.TextChoices):
         ACCEPTED = "accepted"
@@ -138,7 +144,7 @@ class Match(models.Model):
         VOIDED = "voided"
 
     # db_index=False: the unique (game, match_id) index already leads with game
-    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="matches", db_index=False)
+    game = models.ForeignKey(Game, on_delete=models.PROTECT, related_name="matches", db_index=False)
     match_id = models.CharField(max_length=128)
     ended_at = models.DateTimeField()
     # sha256 of the canonical match body: the same match_id with another body is a conflict.
@@ -172,16 +178,17 @@ class Result(models.Model):
 
     The ingest statement writes matches and results together from the same rows, so the
     references are not checked by Postgres (db_constraint=False): three deferred checks per
-    result were a measurable share of a batch. Deleting through the ORM still cascades."""
+    result were a measurable share of a batch. The ORM still refuses to delete what they
+    reference (PROTECT): scored data goes only through a void or a player's erasure."""
 
-    match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="results", db_constraint=False)
+    match = models.ForeignKey(Match, on_delete=models.PROTECT, related_name="results", db_constraint=False)
     # db_index=False: the (player, board) index already leads with player
     player = models.ForeignKey(
-        Player, on_delete=models.CASCADE, related_name="results", db_index=False, db_constraint=False
+        Player, on_delete=models.PROTECT, related_name="results", db_index=False, db_constraint=False
     )
     # db_index=False: nothing looks results up by board alone (statistics scan recent partitions)
     board = models.ForeignKey(
-        Board, on_delete=models.CASCADE, related_name="results", db_index=False, db_constraint=False
+        Board, on_delete=models.PROTECT, related_name="results", db_index=False, db_constraint=False
     )
     score = models.BigIntegerField()
     metadata = models.JSONField(null=True, blank=True)
@@ -207,14 +214,15 @@ class PlayerValue(models.Model):
     its references are not checked by Postgres (db_constraint=False): ingest writes five of
     these rows per result, and the deferred foreign-key checks cost a fifth of the database's
     time per batch (docs/BENCHMARKS.md). The ids come from rows the same transaction wrote or
-    read, and deleting a board or player still cascades here through the ORM."""
+    read. Deleting a board or player that holds values is refused (PROTECT, enforced by the ORM):
+    scored data leaves only through a void (anticheat.services.player_erase for a player)."""
 
     # db_index=False: the unique (board, window, player) index already leads with board
     board = models.ForeignKey(
-        Board, on_delete=models.CASCADE, related_name="values", db_index=False, db_constraint=False
+        Board, on_delete=models.PROTECT, related_name="values", db_index=False, db_constraint=False
     )
     window = models.CharField(max_length=80)
-    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="values", db_constraint=False)
+    player = models.ForeignKey(Player, on_delete=models.PROTECT, related_name="values", db_constraint=False)
     value = models.BigIntegerField()
     reached_at = models.DateTimeField()
     encoded = models.BigIntegerField()

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models.signals import post_delete, post_save
 
-from scores import encoding, windows
+from scores import encoding, ids, windows
 from scores.models import Board, Friendship, Game, Player, PlayerAccount, Region, Season
 from scores.windows import SeasonSpan
 
@@ -87,6 +87,7 @@ class BoardConfig:
 
 
 _CONFIG_TTL = 5.0  # seconds: how long an edited game config may take to reach every process
+_CONFIG_RETRY = 1.0  # seconds between reload attempts while Postgres is unreachable
 _config_cache: dict[str, tuple[float, GameConfig | None]] = {}
 _config_lock = threading.Lock()
 
@@ -129,10 +130,19 @@ def _load_game(slug: str) -> GameConfig | None:
 
 def cached_game_config(slug: str) -> GameConfig | None:
     """A game with its boards and seasons, re-read from Postgres at most every few seconds."""
+    if not ids.is_slug(slug):
+        return None  # no such game can exist (and a NUL would not even reach Postgres)
     now = time.monotonic()
     hit = _config_cache.get(slug)
     if hit is None or now - hit[0] > _CONFIG_TTL:
-        hit = (now, _load_game(slug))
+        try:
+            hit = (now, _load_game(slug))
+        except (OperationalError, InterfaceError):
+            if hit is None:
+                raise
+            # Postgres unreachable: keep serving what we knew (reads from Redis go on), and
+            # try again in a second rather than make every request wait for the pool
+            hit = (now - _CONFIG_TTL + _CONFIG_RETRY, hit[1])
         with _config_lock:
             _config_cache[slug] = hit
     return hit[1]

@@ -642,7 +642,8 @@ def _ensure_database_psql(url: str, maintenance: str, name: str) -> None:
 
 
 def ensure_services(*, for_tests: bool = False) -> dict[str, str]:
-    """Find or start PostgreSQL and Redis; return the env vars to set (DATABASE_URL, REDIS_URL).
+    """Find or start PostgreSQL and Redis; return the env vars to set (DATABASE_URL, REDIS_URL,
+    and unless *for_tests* this install's SECRET_KEY and SERVER_KEY_PEPPER: ensure_secrets()).
 
     With *for_tests*, REDIS_URL is ``TEST_REDIS_URL`` if set, else database 15 of the Redis found.
     Raises ServiceError with a message for the user when a service cannot be had.
@@ -678,7 +679,54 @@ def ensure_services(*, for_tests: bool = False) -> dict[str, str]:
     if for_tests and not test_redis_url:
         redis_url = with_redis_db(redis_url, TEST_REDIS_DB)
         log(f"redis: tests use database {TEST_REDIS_DB}: {redact(redis_url)}")
-    return {"DATABASE_URL": database_url, "REDIS_URL": redis_url}
+    found = {"DATABASE_URL": database_url, "REDIS_URL": redis_url}
+    # tests make throwaway secrets of their own (leaderboard_project/settings_test.py)
+    return found if for_tests else {**found, **ensure_secrets()}
+
+
+# --------------------------------------------------------------------------- secrets
+
+SECRETS_FILE = LOCAL_DIR / "secrets.env"
+SECRET_NAMES = ("SECRET_KEY", "SERVER_KEY_PEPPER")
+
+
+def _read_secrets(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for line in path.read_text().splitlines():
+            name, sep, value = line.partition("=")
+            if sep and name.strip() in SECRET_NAMES and value.strip():
+                values[name.strip()] = value.strip()
+    return values
+
+
+def ensure_secrets() -> dict[str, str]:
+    """SECRET_KEY and SERVER_KEY_PEPPER for `make run` / `make manage`: the environment's, else
+    this install's, kept in .local/secrets.env (git-ignored, mode 0600): two distinct random
+    values written on first use, so every install has its own and a restart keeps them (server
+    keys are derived from the pepper; sessions and player tokens are signed with the key)."""
+    wanted = {name: os.environ.get(name, "").strip() for name in SECRET_NAMES}
+    if all(wanted.values()):
+        return wanted
+    import secrets
+
+    with _local_lock():
+        stored = _read_secrets(SECRETS_FILE)
+        missing = [name for name in SECRET_NAMES if name not in stored]
+        if missing:
+            stored.update({name: secrets.token_urlsafe(48) for name in missing})
+            tmp = SECRETS_FILE.with_suffix(".tmp")
+            tmp.unlink(missing_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write("# this install's secrets, written by scripts/services.py; keep private, never commit\n")
+                handle.writelines(f"{name}={stored[name]}\n" for name in SECRET_NAMES)
+            os.replace(tmp, SECRETS_FILE)
+            log(f"wrote new random {' and '.join(missing)} to {SECRETS_FILE} (mode 0600)")
+        elif SECRETS_FILE.stat().st_mode & 0o077:
+            SECRETS_FILE.chmod(0o600)
+            log(f"{SECRETS_FILE} was readable by others: now 0600")
+    return {name: wanted[name] or stored[name] for name in SECRET_NAMES}
 
 
 def stop_started() -> None:
@@ -767,7 +815,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "env":
             for key, value in ensure_services(for_tests=args.for_tests).items():
-                print(f"export {key}={shlex.quote(value)}")
+                if key not in SECRET_NAMES:  # kept in their file, not printed where logs may keep them
+                    print(f"export {key}={shlex.quote(value)}")
         elif args.command == "stop":
             stop_local()
         else:

@@ -76,9 +76,24 @@ def find_nginx(install: bool = True) -> str | None:
     return None
 
 
-def nginx_config(port: int, run_dir: Path, host: str = "127.0.0.1") -> str:
-    """nginx in the foreground, logs to stderr, temporary files in run_dir."""
+def max_body_bytes() -> int:
+    """MAX_REQUEST_BODY_BYTES as leaderboard_project/settings.py reads it (same default)."""
+    return int(os.environ.get("MAX_REQUEST_BODY_BYTES") or 16 * 1024 * 1024)
+
+
+# The contract's error body for nginx's own 413 (its default is an HTML page).
+TOO_LARGE_BODY = '{"error":{"code":"payload_too_large","message":"request body exceeds the limit of %d bytes"}}'
+
+
+def nginx_config(port: int, run_dir: Path, host: str = "127.0.0.1", max_body: int | None = None) -> str:
+    """nginx in the foreground, logs to stderr, temporary files in run_dir.
+
+    Bodies above MAX_REQUEST_BODY_BYTES are refused by nginx itself, from Content-Length
+    before reading a byte (or, chunked, as soon as the limit is passed): nothing larger is
+    spooled to disk or reaches a worker, and the answer is always 413 with the contract body
+    (Django refusing it mid-upload made nginx answer 502 now and then)."""
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the sockets
+    limit = max_body_bytes() if max_body is None else max_body
     return f"""# written by scripts/web.py
 daemon off;
 {user}worker_processes 1;
@@ -92,7 +107,7 @@ http {{
     fastcgi_temp_path {run_dir}/fastcgi;
     uwsgi_temp_path {run_dir}/uwsgi;
     scgi_temp_path {run_dir}/scgi;
-    client_max_body_size 0;  # Django refuses large bodies itself (413, contract error body)
+    client_max_body_size {limit};
     keepalive_requests 100000;
     server_tokens off;
     upstream django_wsgi {{ server unix:{run_dir}/wsgi.sock; }}
@@ -100,6 +115,11 @@ http {{
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     server {{
         listen {host}:{port} reuseport;
+        error_page 413 = @too_large;
+        location @too_large {{
+            default_type application/json;
+            return 413 '{TOO_LARGE_BODY % limit}';
+        }}
         proxy_set_header Host $http_host;
         proxy_set_header X-Forwarded-For $remote_addr;  # replaces whatever the client sent
         proxy_set_header X-Forwarded-Proto $scheme;

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,8 +16,9 @@ from seasons.selectors import latest_freeze, standings_page
 
 class StandingsQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
-    offset = serializers.IntegerField(min_value=0, default=0)
-    region = serializers.CharField(required=False)
+    # bounded: positions are 32-bit integers, and a larger offset is an empty page anyway
+    offset = serializers.IntegerField(min_value=0, max_value=2_000_000_000, default=0)
+    region = serializers.CharField(required=False, help_text="a region's frozen standings")
 
 
 class StandingSerializer(serializers.Serializer):
@@ -42,7 +43,7 @@ class StandingsOutSerializer(serializers.Serializer):
 class StandingsApi(APIView):
     @extend_schema(
         operation_id="boards_standings",
-        parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int), OpenApiParameter("region", str)],
+        parameters=[StandingsQuerySerializer],
         responses={
             200: StandingsOutSerializer,
             400: ErrorBodySerializer,

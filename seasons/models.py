@@ -29,7 +29,7 @@ class WindowClose(models.Model):
 class WindowFreeze(models.Model):
     """One version of a window's frozen standings. Versions are never changed or deleted."""
 
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="freezes")
+    board = models.ForeignKey(Board, on_delete=models.PROTECT, related_name="freezes")
     window = models.CharField(max_length=80)
     version = models.PositiveIntegerField()
     frozen_at = models.DateTimeField(auto_now_add=True)
@@ -45,10 +45,11 @@ class WindowFreeze(models.Model):
 
 
 class Standing(models.Model):
-    freeze = models.ForeignKey(WindowFreeze, on_delete=models.CASCADE, related_name="standings")
+    freeze = models.ForeignKey(WindowFreeze, on_delete=models.PROTECT, related_name="standings")
     position = models.PositiveIntegerField()  # 1-based, contract section 6 order
     rank = models.PositiveIntegerField()  # as displayed (competition rank on shared boards)
-    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # PROTECT: a frozen row outlives nothing it names (scores/models.py, before Match)
+    player = models.ForeignKey(Player, on_delete=models.PROTECT, related_name="+", db_index=False)
     value = models.BigIntegerField()
     reached_at = models.DateTimeField()
     encoded = models.BigIntegerField()
@@ -64,8 +65,8 @@ class Standing(models.Model):
 class StandingChange(models.Model):
     """Who moved, and by how much, between a freeze and the version before it."""
 
-    freeze = models.ForeignKey(WindowFreeze, on_delete=models.CASCADE, related_name="changes")
-    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+    freeze = models.ForeignKey(WindowFreeze, on_delete=models.PROTECT, related_name="changes")
+    player = models.ForeignKey(Player, on_delete=models.PROTECT, related_name="+")
     old_rank = models.PositiveIntegerField(null=True)
     new_rank = models.PositiveIntegerField(null=True)
     old_value = models.BigIntegerField(null=True)

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from boards import keys
 from boards.api import TopApi
+from boards.breaker import breakers_reset
 from boards.redis import get_redis
 from boards.selectors import local_caches_clear
 from scores.auth import sign
@@ -21,10 +23,18 @@ def redis_clean() -> Iterator[None]:
     r = get_redis()
     assert r.connection_pool.connection_kwargs.get("db", 0) != 0 or r.dbsize() == 0, "refusing to flush Redis db 0"
     r.flushdb()
+    mark_index_built()
     TopApi._local.clear()
     local_caches_clear()
     config_cache_clear()
+    breakers_reset()
     yield
+
+
+def mark_index_built() -> None:
+    """An empty Redis over an empty database is a complete index: say so, as a full rebuild
+    would (readers answer from Postgres, degraded, while the marker is missing)."""
+    get_redis().set(keys.built_marker(), "tests")
 
 
 class SignedClient:
@@ -80,6 +90,7 @@ def reset_results() -> None:
             "scores_boardoutbox, scores_pending, scores_windowcutoff RESTART IDENTITY CASCADE"
         )
     get_redis().flushdb()
+    mark_index_built()
     TopApi._local.clear()
     local_caches_clear()
     config_cache_clear()

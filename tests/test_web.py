@@ -3,6 +3,7 @@ websockets answer on one port, through the real servers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -41,13 +42,11 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
         return exc.code, dict(exc.headers), exc.read()
 
 
-@pytest.fixture(params=["nginx", "uvicorn"])
-def served(request) -> Iterator[tuple[str, int]]:
-    topology = request.param
-    if topology == "nginx" and web.find_nginx(install=False) is None:
-        pytest.skip("nginx is not installed here")
+@contextlib.contextmanager
+def serving(topology: str, **env_extra: str) -> Iterator[int]:
+    """scripts/web.py on a free port until /healthz answers 200; stopped (its whole group) after."""
     port = _free_port()
-    env = {**os.environ, "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", ""))}
+    env = {**os.environ, "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", "")), **env_extra}
     proc = subprocess.Popen(
         [sys.executable, "scripts/web.py", "--port", str(port), "--workers", "1", "--topology", topology],
         cwd=REPO_ROOT,
@@ -67,7 +66,7 @@ def served(request) -> Iterator[tuple[str, int]]:
                 pass
             assert time.monotonic() < deadline, f"{topology}: /healthz did not answer 200 in {START_TIMEOUT:.0f} s"
             time.sleep(0.1)
-        yield topology, port
+        yield port
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -77,6 +76,15 @@ def served(request) -> Iterator[tuple[str, int]]:
             proc.wait()
         if proc.stdout:
             proc.stdout.close()
+
+
+@pytest.fixture(params=["nginx", "uvicorn"])
+def served(request) -> Iterator[tuple[str, int]]:
+    topology = request.param
+    if topology == "nginx" and web.find_nginx(install=False) is None:
+        pytest.skip("nginx is not installed here")
+    with serving(topology) as port:
+        yield topology, port
 
 
 def test_http_and_websockets_share_the_port(served) -> None:
@@ -105,3 +113,30 @@ def test_ws_workers_sets_how_many_uvicorn_processes_serve_websockets(monkeypatch
     assert uvicorn_workers() == "1"
     monkeypatch.setenv("WS_WORKERS", "4")
     assert uvicorn_workers() == "4"
+
+
+def test_nginx_refuses_a_body_over_the_limit_before_reading_it() -> None:
+    """A 256 MiB upload is answered 413 (contract body) from its headers alone: nothing is
+    spooled, and a body just over the limit is a 413 every time, never a 502."""
+    if web.find_nginx(install=False) is None:
+        pytest.skip("nginx is not installed here")
+    limit = 64 * 1024
+    with serving("nginx", MAX_REQUEST_BODY_BYTES=str(limit)) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(
+                b"POST /api/v1/games/chess/matches HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 268435456\r\n\r\n"
+            )
+            reply = sock.recv(65536).decode(errors="replace")  # no body sent: nginx answers from the headers
+        assert reply.startswith("HTTP/1.1 413"), reply[:200]
+        assert json.loads(reply.split("\r\n\r\n", 1)[1])["error"]["code"] == "payload_too_large"
+        for _ in range(7):
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/v1/games/chess/matches", data=b"x" * (limit + 1), method="POST"
+            )
+            try:
+                urllib.request.urlopen(request, timeout=10)
+                status = 200
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            assert status == 413

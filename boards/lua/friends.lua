@@ -2,6 +2,8 @@
 friends.lua: a player's friends on one board window in a single round trip.
 
 KEYS[1]  the board window's sorted set
+KEYS[2]  the index's built marker: missing (Redis restarted empty, not rebuilt yet), the
+         script returns {"unbuilt"} rather than a partial answer
 ARGV[1]  2^TIME_BITS as a decimal string
 ARGV[2]  maximum members returned per group of identical scores
 ARGV[3]  "1" on a board with shared ranks (`better` is counted), else "0" (`better` is 0)
@@ -13,6 +15,9 @@ Returns a flat list, one group of five per member that has a score:
   better  members with a strictly better value (shared ranks; 0 on other boards)
   group   {member, ...} with the identical score, when there is more than one (else {})
 ]]
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return {'unbuilt'}
+end
 local key = KEYS[1]
 local span = tonumber(ARGV[1])
 local group_cap = tonumber(ARGV[2])

@@ -3,7 +3,9 @@ page.lua: one page of a board in a single round trip, with what the reader needs
 the contract's last tie-break (player id) and shared ranks.
 
 KEYS[1]  the board window's sorted set
-KEYS[2..] optional: rate-limit counters, as throttle.lua takes them, so a throttled read costs
+KEYS[2]  the index's built marker (boards/keys.py built_marker): while it is missing (Redis
+         restarted empty, a rebuild under way) the board may be partial, and the script says so
+KEYS[3..] optional: rate-limit counters, as throttle.lua takes them, so a throttled read costs
          one round trip (boards/api.py folds a player's own rank read into it)
 ARGV[1]  mode: "range" (ARGV[2], ARGV[3] = first and last 0-based position, inclusive)
                "member" (ARGV[2] = member, ARGV[3] = how many neighbours on each side)
@@ -11,10 +13,11 @@ ARGV[4]  2^TIME_BITS as a decimal string (the value part of a score is floor(sco
 ARGV[5]  maximum members returned per group of identical scores at the page's edges
 ARGV[6]  "1" on a board with shared ranks: count `better` for every value on the page;
          otherwise only for the member's own value (its percentile needs it)
-ARGV[5 + 2i], ARGV[6 + 2i]  for counter KEYS[1 + i]: requests allowed per window, window seconds
+ARGV[5 + 2i], ARGV[6 + 2i]  for counter KEYS[2 + i]: requests allowed per window, window seconds
 
 Returns {exceeded} (one element: the 1-based index of the first limit exceeded) when a limit
-refuses the request, without reading the board; otherwise
+refuses the request, without reading the board; {"unbuilt", 0} when the marker is missing;
+otherwise
 
         {total, above_first, page, edges, better, my_score}
   total        ZCARD
@@ -28,18 +31,22 @@ Scores travel as the strings Redis gives, never through Lua's number formatting.
 ]]
 -- the rate limits first, exactly as throttle.lua counts them
 local exceeded = 0
-for i = 2, #KEYS do
+for i = 3, #KEYS do
+  local n = i - 2
   local count = redis.call('INCR', KEYS[i])
-  local seconds = tonumber(ARGV[6 + 2 * (i - 1)])
+  local seconds = tonumber(ARGV[6 + 2 * n])
   if count == 1 then
     redis.call('EXPIRE', KEYS[i], seconds + 1)
   end
-  if count > tonumber(ARGV[5 + 2 * (i - 1)]) and exceeded == 0 then
-    exceeded = i - 1
+  if count > tonumber(ARGV[5 + 2 * n]) and exceeded == 0 then
+    exceeded = n
   end
 end
 if exceeded > 0 then
   return {exceeded}
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return {'unbuilt', 0}
 end
 
 local key = KEYS[1]

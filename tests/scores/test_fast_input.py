@@ -12,7 +12,10 @@ from rest_framework import serializers
 
 from scores.api import MatchInSerializer, _fast_match, _to_match
 
-ODD_TEXT = st.sampled_from(["", " ", "p1 ", " p1", "p\n", "a b", "x" * 64, "x" * 65, "\x00", "é", "p1", "P_9.:@-"])
+# whitespace and control characters around an id: refused by both (contract section 12), never trimmed
+ODD_TEXT = st.sampled_from(
+    ["", " ", "p1 ", " p1", "p\n", "p1\n", "\tx\n", "a b", "x" * 64, "x" * 65, "\x00", "p\x00", "é", "p1", "P_9.:@-"]
+)
 TEXTISH = st.one_of(ODD_TEXT, st.text(max_size=70), st.integers(), st.none(), st.booleans(), st.floats())
 
 
@@ -69,6 +72,8 @@ def match_strategy(draw: st.DrawFn) -> Any:
                         "m 1",
                         " m",
                         "m\t",
+                        "m\n",
+                        " ws-1 ",
                         "x" * 129,
                         "2026-11-29 18:59:58Z",
                         "2026-11-29T18:59:58",
@@ -115,6 +120,27 @@ def test_fast_path_takes_the_usual_match() -> None:
     }
     fast = _fast_match(raw)
     assert fast is not None and fast == drf(raw)
+
+
+def test_ids_with_whitespace_around_them_are_refused_by_both() -> None:
+    good = {
+        "match_id": "m-1",
+        "ended_at": "2026-11-29T18:59:58Z",
+        "results": [{"player": "p", "board": "b", "score": 1}],
+    }
+    for key, value in [
+        ("match_id", " m-1 "),
+        ("match_id", "m-1\n"),
+        ("player", "wsp "),
+        ("player", "\tx\n"),
+        ("board", " b"),
+    ]:
+        raw = {**good, "results": [{**good["results"][0]}]}
+        if key == "match_id":
+            raw[key] = value
+        else:
+            raw["results"][0][key] = value
+        assert _fast_match(raw) is None and drf(raw) == "invalid", (key, value)
 
 
 def test_hundred_and_one_results_go_to_the_serializers() -> None:

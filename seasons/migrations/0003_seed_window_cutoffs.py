@@ -13,8 +13,8 @@ ON CONFLICT (board_id, "window") DO NOTHING
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("seasons", "0001_initial"),
-        ("scores", "0011_projector_partitioned_results"),
+        ("seasons", "0002_protect_scored_rows"),
+        ("scores", "0012_projector_partitioned_results"),
     ]
 
     operations = [migrations.RunSQL(SEED, migrations.RunSQL.noop)]

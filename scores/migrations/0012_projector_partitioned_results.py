@@ -65,7 +65,7 @@ def make_partitions(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scores", "0010_ingest_fewer_checks"),
+        ("scores", "0011_protect_scored_rows"),
     ]
 
     operations = [
@@ -89,7 +89,7 @@ class Migration(migrations.Migration):
                     field=models.ForeignKey(
                         db_constraint=False,
                         db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
+                        on_delete=django.db.models.deletion.PROTECT,
                         related_name="results",
                         to="scores.board",
                     ),
@@ -99,7 +99,7 @@ class Migration(migrations.Migration):
                     name="match",
                     field=models.ForeignKey(
                         db_constraint=False,
-                        on_delete=django.db.models.deletion.CASCADE,
+                        on_delete=django.db.models.deletion.PROTECT,
                         related_name="results",
                         to="scores.match",
                     ),
@@ -110,7 +110,7 @@ class Migration(migrations.Migration):
                     field=models.ForeignKey(
                         db_constraint=False,
                         db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
+                        on_delete=django.db.models.deletion.PROTECT,
                         related_name="results",
                         to="scores.player",
                     ),

@@ -15,8 +15,8 @@ WHERE m.counts_from IS NULL AND EXISTS (
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("anticheat", "0003_ingest_fewer_checks"),
-        ("scores", "0011_projector_partitioned_results"),
+        ("anticheat", "0004_audit_erase_player"),
+        ("scores", "0012_projector_partitioned_results"),
     ]
 
     operations = [migrations.RunSQL(MARK, migrations.RunSQL.noop)]

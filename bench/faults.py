@@ -1,0 +1,495 @@
+"""`make faults`: the service under signed load while its dependencies fail, one fault at a time.
+
+    python -m bench.faults [--seconds 20] [--only redis-killed,postgres-stopped] [--rate 8]
+
+It starts everything it breaks itself, under .local/faults/ (never the machine's shared
+servers): a PostgreSQL cluster (initdb, pg_ctl) and a redis-server on free ports, then the
+serving setup `make run` starts (scripts/web.py: nginx, gunicorn, uvicorn) with the projector
+and a Celery worker and beat, against them. For each fault it runs the same load for --seconds: signed
+single-match submissions at --rate per second (each a new match of a new player) and a loop of
+/top reads; the fault begins at 25 % of the run and is healed at 60 %. Afterwards it waits
+(bounded) for every acknowledged result to be in Postgres and on the board in Redis.
+
+Per fault it prints: requests tried, submissions acknowledged (2xx), acknowledged results lost
+(not in Postgres, or not on the board by the deadline), 503 answers (the documented answer
+while Postgres is down), any other 5xx or no answer, the slowest submission
+while the fault lasted, and the recovery time (from the heal to the first fully healthy
+answer: a 2xx submission and a /top that is not degraded). Exit status 1 on any loss.
+
+A new fault is one class: a name, inject(stack) and heal(stack) (see FAULTS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+from scripts import services  # noqa: E402
+from scripts.services import (  # noqa: E402
+    INITDB_OPTIONS,
+    _as_user,
+    _chown,
+    _free_port,
+    _service_user,
+    postgres_bin_dir,
+    probe_postgres,
+    probe_redis,
+    redis_server_binary,
+)
+
+VENV_BIN = Path(sys.executable).parent
+FAULTS_DIR = services.LOCAL_DIR / "faults"
+GAME_FILE = REPO_ROOT / "bench" / "game.toml"
+GAME = "bench"
+SETTLE_SECONDS = 30.0  # how long acknowledged results may take to reach the board after a heal
+
+
+def log(message: str) -> None:
+    print(f"faults: {message}", file=sys.stderr, flush=True)
+
+
+def _wait(what: str, ready: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+# --- the servers this suite owns ------------------------------------------------------------
+
+
+class LocalPostgres:
+    def __init__(self, root: Path) -> None:
+        self.user = _service_user()
+        self.bindir = postgres_bin_dir()
+        if self.bindir is None:
+            raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql)")
+        self.data = root / "pg"
+        self.port = _free_port(57432)
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/leaderboard"
+
+    def _ctl(self, *args: str) -> None:
+        cmd = [str(self.bindir / "pg_ctl"), "-D", str(self.data), *args]
+        subprocess.run(_as_user(cmd, self.user), check=True, capture_output=True, cwd="/")
+
+    def create(self) -> None:
+        self.data.mkdir(parents=True, mode=0o700)
+        if self.user:
+            _chown(self.data, self.user)
+        initdb = [str(self.bindir / "initdb"), "-D", str(self.data), *INITDB_OPTIONS]
+        subprocess.run(_as_user(initdb, self.user), check=True, capture_output=True, cwd="/")
+        with open(self.data / "postgresql.conf", "a") as conf:
+            conf.write("listen_addresses = '127.0.0.1'\nunix_socket_directories = ''\nfsync = on\n")
+        self.start()
+        subprocess.run(
+            [str(VENV_BIN / "python"), "-c", f"import psycopg; psycopg.connect({self.url.rsplit('/', 1)[0] + '/postgres'!r}, autocommit=True).execute('CREATE DATABASE leaderboard')"],
+            check=True,
+        )  # fmt: skip
+
+    def start(self) -> None:
+        self._ctl("-l", str(self.data / "log"), "-o", f"-p {self.port}", "-w", "-t", "60", "start")
+        _wait("postgres", lambda: probe_postgres("127.0.0.1", self.port) == "ok")
+
+    def stop(self) -> None:
+        self._ctl("-m", "fast", "-w", "-t", "60", "stop")
+
+    def destroy(self) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+
+
+class LocalRedis:
+    def __init__(self, root: Path) -> None:
+        binary = redis_server_binary()
+        if binary is None:
+            raise RuntimeError("redis-server not found (apt-get install redis-server)")
+        self.binary, self.dir, self.port = binary, root / "redis", _free_port(58379)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.proc = subprocess.Popen([self.binary, *args, "--dir", str(self.dir)], stdout=subprocess.DEVNULL)
+        _wait("redis", lambda: probe_redis("127.0.0.1", self.port) == "ok")
+
+    def signal(self, signum: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signum)
+        if signum == signal.SIGKILL:
+            self.proc.wait()
+
+    def destroy(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+
+
+@dataclass
+class Stack:
+    """Postgres, Redis and the service's processes, all this suite's own."""
+
+    pg: LocalPostgres
+    redis: LocalRedis
+    port: int
+    env: dict[str, str]
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    key_id: str = ""
+    secret: str = ""
+
+    def manage(self, *args: str) -> str:
+        cmd = [str(VENV_BIN / "python"), "manage.py", *args]
+        return subprocess.run(cmd, cwd=REPO_ROOT, env=self.env, check=True, capture_output=True, text=True).stdout
+
+    def start(self, name: str) -> None:
+        commands = {
+            "web": [str(VENV_BIN / "python"), "scripts/web.py", "--port", str(self.port), "--workers", "3"],
+            "projector": [str(VENV_BIN / "python"), "-u", "manage.py", "projector"],
+            "worker": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",
+                       "--concurrency", "2"],
+            "beat": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING",
+                     "--schedule", str(FAULTS_DIR / "celerybeat-schedule")],
+        }  # fmt: skip
+        logfile = open(FAULTS_DIR / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it
+        self.procs[name] = subprocess.Popen(
+            commands[name],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
+        proc = self.procs[name]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signum)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=20)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            self.kill(name, signal.SIGTERM)
+        self.redis.destroy()
+        self.pg.destroy()
+
+
+def stack_up() -> Stack:
+    shutil.rmtree(FAULTS_DIR, ignore_errors=True)
+    FAULTS_DIR.mkdir(parents=True)
+    pg, redis = LocalPostgres(FAULTS_DIR), LocalRedis(FAULTS_DIR)
+    log(f"starting PostgreSQL on 127.0.0.1:{pg.port} and Redis on 127.0.0.1:{redis.port} under {FAULTS_DIR}")
+    pg.create()
+    redis.start()
+    port = _free_port(58080)
+    env = {
+        **os.environ,
+        **services.ensure_secrets(),
+        "DATABASE_URL": pg.url,
+        "REDIS_URL": redis.url,
+        "CELERY_BROKER_URL": redis.url,
+        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
+        "DEBUG": "0",
+        "ANTICHEAT_ASYNC_CHECKS": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    stack = Stack(pg, redis, port, env)
+    stack.manage("migrate", "--noinput")
+    stack.manage("apply_game_config", str(GAME_FILE))
+    key = json.loads(stack.manage("create_server_key", GAME, "faults"))
+    stack.key_id, stack.secret = key["key_id"], key["secret"]
+    for name in ("web", "projector", "worker", "beat"):
+        stack.start(name)
+    _wait("web", lambda: _request(stack, "GET", "/healthz")[0] == 200, timeout=90)
+    return stack
+
+
+# --- the faults -----------------------------------------------------------------------------
+
+
+class Fault:
+    name = ""
+
+    def inject(self, stack: Stack) -> None:
+        raise NotImplementedError
+
+    def heal(self, stack: Stack) -> None:
+        raise NotImplementedError
+
+
+class RedisKilled(Fault):
+    name = "redis-killed"
+
+    def inject(self, stack: Stack) -> None:
+        stack.redis.signal(signal.SIGKILL)
+
+    def heal(self, stack: Stack) -> None:
+        stack.redis.start()  # empty: it kept nothing on disk
+
+
+class RedisHung(Fault):
+    name = "redis-hung"
+
+    def inject(self, stack: Stack) -> None:
+        stack.redis.signal(signal.SIGSTOP)
+
+    def heal(self, stack: Stack) -> None:
+        stack.redis.signal(signal.SIGCONT)
+
+
+class PostgresStopped(Fault):
+    name = "postgres-stopped"
+
+    def inject(self, stack: Stack) -> None:
+        stack.pg.stop()
+
+    def heal(self, stack: Stack) -> None:
+        stack.pg.start()
+
+
+class WorkerKilled(Fault):
+    name = "worker-killed"
+
+    def inject(self, stack: Stack) -> None:
+        stack.kill("worker")
+
+    def heal(self, stack: Stack) -> None:
+        stack.start("worker")
+
+
+class ProjectorKilled(Fault):
+    """kill -9 of the process that applies stored matches to values and boards, mid-batch or
+    between a batch's commit and its Redis write: the pending rows and the outbox carry on."""
+
+    name = "projector-killed"
+
+    def inject(self, stack: Stack) -> None:
+        stack.kill("projector")
+
+    def heal(self, stack: Stack) -> None:
+        stack.start("projector")
+
+
+FAULTS: list[type[Fault]] = [RedisKilled, RedisHung, PostgresStopped, WorkerKilled, ProjectorKilled]
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+def _signature(secret: str, method: str, path: str, body: bytes) -> str:
+    """Contract section 3, as a game server computes it."""
+    t = int(time.time())
+    mac = hmac.new(secret.encode(), f"{t}.{method}.{path}.".encode() + body, hashlib.sha256)
+    return f"t={t},v1={mac.hexdigest()}"
+
+
+def _request(stack: Stack, method: str, path: str, body: bytes = b"", sign: bool = False) -> tuple[int, bytes]:
+    headers = {"Content-Type": "application/json"}
+    if sign:
+        headers.update({"X-Key-Id": stack.key_id, "X-Signature": _signature(stack.secret, method, path, body)})
+    conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=35)
+    try:
+        conn.request(method, path, body=body or None, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    except OSError:
+        return 0, b""
+    finally:
+        conn.close()
+
+
+@dataclass
+class Sample:
+    at: float
+    kind: str  # submit | top
+    status: int
+    seconds: float
+    healthy: bool
+    match: tuple[str, str, int] | None = None  # (match_id, player, score) of an acknowledged submission
+
+
+@dataclass
+class Outcome:
+    fault: str
+    tried: int
+    acknowledged: int
+    lost: int
+    unavailable: int  # 503 with Retry-After: the documented answer while Postgres is down
+    server_errors: int  # any other 5xx, or no answer at all
+    slowest_submit: float
+    recovery: float | None
+
+
+def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcome:
+    samples: list[Sample] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    started = time.monotonic()
+    tag = f"{fault.name}-{int(time.time())}"
+
+    def submitter(worker: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            match_id, player, score = f"{tag}-{worker}-{n}", f"f{worker}x{n}-{tag}", 1000 + n
+            body = json.dumps(
+                {
+                    "match_id": match_id,
+                    "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "results": [{"player": player, "board": "rating", "score": score}],
+                }
+            ).encode()
+            t0 = time.monotonic()
+            status, _ = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, sign=True)
+            took = time.monotonic() - t0
+            ok = status in (200, 201)
+            with lock:
+                samples.append(
+                    Sample(t0 - started, "submit", status, took, ok, (match_id, player, score) if ok else None)
+                )
+            stop.wait(max(0.0, 2.0 / rate - took))  # two submitters share the rate
+
+    def reader() -> None:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            status, raw = _request(stack, "GET", f"/api/v1/games/{GAME}/boards/rating/top?limit=10")
+            healthy = status == 200 and b'"degraded"' not in raw
+            with lock:
+                samples.append(Sample(t0 - started, "top", status, time.monotonic() - t0, healthy))
+            stop.wait(0.1)
+
+    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(2)] + [threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    inject_at, heal_at = seconds * 0.25, seconds * 0.6
+    time.sleep(inject_at)
+    fault.inject(stack)
+    time.sleep(heal_at - inject_at)
+    fault.heal(stack)
+    healed = time.monotonic() - started
+    time.sleep(max(0.0, seconds - heal_at))
+    stop.set()
+    for t in threads:
+        t.join()
+
+    def recovered_at(kind: str) -> float | None:
+        after = sorted((s for s in samples if s.kind == kind and s.at >= healed), key=lambda s: s.at)
+        # recovered: the first healthy answer from which every later one is healthy too
+        for i, s in enumerate(after):
+            if all(x.healthy for x in after[i:]):
+                return s.at + s.seconds
+        return None
+
+    ends = [recovered_at("submit"), recovered_at("top")]
+    recovery = None if None in ends else max(0.0, max(ends) - healed)  # type: ignore[type-var]
+    acked = [s.match for s in samples if s.match is not None]
+    lost = count_lost(stack, acked)
+    during = [s.seconds for s in samples if s.kind == "submit" and inject_at <= s.at <= heal_at]
+    return Outcome(
+        fault=fault.name,
+        tried=len(samples),
+        acknowledged=len(acked),
+        lost=lost,
+        unavailable=sum(1 for s in samples if s.status == 503),
+        server_errors=sum(1 for s in samples if (s.status >= 500 and s.status != 503) or s.status == 0),
+        slowest_submit=max(during, default=0.0),
+        recovery=recovery,
+    )
+
+
+def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
+    """Acknowledged results missing from Postgres, or not on the board once it settled."""
+    import psycopg
+    import redis
+
+    if not acked:
+        return 0
+    with psycopg.connect(stack.pg.url) as conn:
+        stored = {
+            row[0]
+            for row in conn.execute(
+                "SELECT match_id FROM scores_match WHERE match_id = ANY(%s)", [[m for m, _, _ in acked]]
+            )
+        }
+        ids = dict(
+            conn.execute(
+                "SELECT external_id, id FROM scores_player WHERE external_id = ANY(%s)", [[p for _, p, _ in acked]]
+            ).fetchall()
+        )
+        board_id = conn.execute("SELECT id FROM scores_board WHERE slug = 'rating'").fetchone()[0]
+    missing_pg = sum(1 for m, _, _ in acked if m not in stored)
+    r = redis.Redis.from_url(stack.redis.url)
+    members = [str(ids[p]) for _, p, _ in acked if p in ids]
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        scores = r.zmscore(f"lb:{board_id}:all", members) if members else []
+        off_board = sum(1 for s in scores if s is None)
+        if off_board == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    return missing_pg + off_board
+
+
+def print_table(outcomes: list[Outcome]) -> None:
+    print(
+        f"{'fault':<18} {'tried':>6} {'acked':>6} {'lost':>5} {'503':>5} {'other 5xx':>9} {'slowest submit':>15} "
+        f"{'recovery':>9}"
+    )
+    for o in outcomes:
+        recovery = f"{o.recovery:.2f} s" if o.recovery is not None else "never"
+        print(
+            f"{o.fault:<18} {o.tried:>6} {o.acknowledged:>6} {o.lost:>5} {o.unavailable:>5} {o.server_errors:>9} "
+            f"{o.slowest_submit:>13.3f} s {recovery:>9}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20.0, help="load per fault (default 20)")
+    parser.add_argument("--rate", type=float, default=8.0, help="submissions per second (default 8)")
+    parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(f.name for f in FAULTS))
+    args = parser.parse_args(argv)
+    chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]
+    if not chosen:
+        parser.error("no such fault")
+    stack = stack_up()
+    outcomes = []
+    try:
+        for fault_cls in chosen:
+            log(f"{fault_cls.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
+            outcomes.append(run_fault(stack, fault_cls(), args.seconds, args.rate))
+    finally:
+        stack.stop()
+    print_table(outcomes)
+    return 1 if any(o.lost for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The fault suite's fast subset (bench/faults.py; `make faults` runs all of it, longer): the
+real serving setup on a PostgreSQL and a Redis of its own, under signed load, with Redis hung,
+Postgres stopped and the projector killed (-9). No acknowledged result may be lost, and nothing may answer a 5xx other
+than the documented 503 while Postgres is down."""
+
+from __future__ import annotations
+
+from bench import faults
+
+
+def test_no_acknowledged_result_is_lost_when_redis_hangs_postgres_stops_or_the_projector_dies(capsys) -> None:
+    stack = faults.stack_up()
+    try:
+        outcomes = [
+            faults.run_fault(stack, fault(), seconds=6.0, rate=8.0)
+            for fault in (faults.RedisHung, faults.PostgresStopped, faults.ProjectorKilled)
+        ]
+    finally:
+        stack.stop()
+    faults.print_table(outcomes)
+    for o in outcomes:
+        assert o.acknowledged > 0 and o.lost == 0 and o.server_errors == 0, o
+        assert o.recovery is not None, o
+    assert outcomes[1].unavailable > 0  # Postgres down: 503, not a hang

@@ -1,0 +1,167 @@
+"""Hostile and malformed input (issue 12, items 5 and 8): every one is a 4xx with the
+contract's error body, and nothing of it is stored. Ids are taken exactly (contract section
+12): whitespace or control characters around or inside an id are a 400, never trimmed away."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from scores.models import Friendship, Match, Player
+from tests.boards.conftest import URL, submit
+from tests.conftest import SignedClient
+from tests.scores.test_ingest_api import assert_error
+
+
+def body(match_id: str = "m-1", ended_at: str = "2026-11-28T12:00:00Z", **result: object) -> dict:
+    return {
+        "match_id": match_id,
+        "ended_at": ended_at,
+        "results": [{"player": "p1", "board": "rating", "score": 5, **result}],
+    }
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+# --- ids are exact ---------------------------------------------------------------------------
+
+
+def test_a_match_id_with_spaces_around_it_is_refused_not_taken_for_another(server: SignedClient, game) -> None:
+    assert server.post(f"{URL}/matches", body("ws-1")).status_code == 201
+    for padded in (" ws-1 ", "ws-1 ", " ws-1", "ws-1\n", "\tws-1"):
+        assert_error(server.post(f"{URL}/matches", body(padded)), 400, "invalid_body")
+    assert list(Match.objects.values_list("match_id", flat=True)) == ["ws-1"]
+    assert server.post(f"{URL}/matches", body("a match")).status_code == 201  # a space inside is printable ASCII
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("player", "wsp "),
+        ("player", "\tx\n"),
+        ("player", "x\n"),
+        ("player", "p\x00"),
+        ("board", " rating"),
+        ("board", "rating\n"),
+        ("region", "eu "),
+    ],
+)
+def test_ids_in_results_are_taken_exactly(server: SignedClient, game, field: str, value: str) -> None:
+    assert_error(server.post(f"{URL}/matches", body(**{field: value})), 400, "invalid_body")
+    batch = server.post(f"{URL}/matches/batch", {"matches": [body(**{field: value})]})
+    assert batch.status_code == 200 and batch.json()["results"][0]["status"] == "rejected"
+    assert not Match.objects.exists() and not Player.objects.exists()
+
+
+def test_friend_ids_are_taken_exactly(server: SignedClient, game) -> None:
+    for friends in (["p2 "], ["\tp2"], ["p2\n"]):
+        assert_error(server.request("PUT", f"{URL}/players/p1/friends", {"friends": friends}), 400, "invalid_body")
+    assert_error(server.request("PUT", f"{URL}/players/p1%0A/friends", {"friends": []}), 400, "invalid_player")
+    assert not Friendship.objects.exists() and not Player.objects.exists()
+
+
+@pytest.mark.parametrize("player", ["p1%20", "%20p1", "p1%0A", "p%00", "p%09x"])
+def test_a_player_id_in_a_url_is_taken_exactly(server: SignedClient, game, player: str) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    assert_error(server.get(f"{URL}/boards/rating/players/{player}"), 400, "invalid_player")
+    assert_error(server.get(f"{URL}/boards/rating/players/{player}/friends"), 400, "invalid_player")
+    assert_error(server.post(f"{URL}/players/{player}/token"), 400, "invalid_player")
+    assert Player.objects.count() == 1
+
+
+def test_a_match_id_in_a_url_is_taken_exactly(server: SignedClient, game) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    assert_error(server.post(f"{URL}/matches/m%20/void", {"reason": "cheat"}), 400, "invalid_match_id")
+    assert_error(server.post(f"{URL}/matches/m%00/approve", {}), 400, "invalid_match_id")
+    assert Match.objects.get().status == "accepted"
+
+
+# --- item 5: each of these was a 500 ----------------------------------------------------------
+
+
+def test_a_signature_timestamp_too_large_for_a_float_is_a_401(transactional_db) -> None:
+    headers = {"X-Key-Id": "sk_x", "X-Signature": "t=" + "9" * 400 + ",v1=" + "a" * 64}
+    assert_error(Client().post(f"{URL}/matches", b"{}", content_type="application/json", headers=headers), 401)
+
+
+def test_a_signature_of_non_ascii_characters_is_a_401(server: SignedClient, game) -> None:
+    raw = json.dumps(body()).encode()
+    signature = server.request("POST", "/x", raw=b"").request["HTTP_X_SIGNATURE"].split(",")[0]  # a valid t=
+    # WSGI hands header bytes over as latin-1: 64 bytes >= 0x80 are 64 non-ASCII characters
+    headers = {"HTTP_X_KEY_ID": server.key_id, "HTTP_X_SIGNATURE": f"{signature},v1=" + "\xe9" * 64}
+    response = Client().generic("POST", f"{URL}/matches", raw, content_type="application/json", **headers)
+    assert_error(response, 401)
+    assert not Match.objects.exists()
+
+
+@pytest.mark.parametrize("header", ["sk_\x00x", "x" * 500, ""])
+def test_an_odd_key_id_is_an_unknown_key(server: SignedClient, game, header: str) -> None:
+    raw = json.dumps(body()).encode()
+    signed = server.request("GET", "/x").request["HTTP_X_SIGNATURE"]
+    response = Client().generic(
+        "POST", f"{URL}/matches", raw, content_type="application/json", HTTP_X_KEY_ID=header, HTTP_X_SIGNATURE=signed
+    )
+    assert_error(response, 401)
+
+
+@pytest.mark.parametrize("query", ["q=%00", "player=%00", "q=a%0Ab", "window=%00", "region=%00"])
+def test_control_characters_in_a_board_page_query_are_a_400_page(server: SignedClient, game, query: str) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    response = Client().get(f"/games/chess/boards/rating/?{query}")
+    assert response.status_code in (400, 404), response.status_code
+    if "q=" in query or "player=" in query:
+        assert response.status_code == 400 and b"control character" in response.content
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/games/%00/boards/rating/top", "/api/v1/games/chess/boards/%00/top", "/games/%00/"]
+)
+def test_a_nul_in_a_game_or_board_slug_is_a_404(server: SignedClient, game, path: str) -> None:
+    assert Client().get(path).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "ended_at",
+    ["0001-01-01T00:00:00Z", "0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59-01:00", "1969-12-31T23:59:59Z"],
+)
+def test_an_ended_at_out_of_any_window_is_a_400(server: SignedClient, game, ended_at: str) -> None:
+    assert_error(server.post(f"{URL}/matches", body(ended_at=ended_at)), 400, "invalid_body")
+    batch = server.post(f"{URL}/matches/batch", {"matches": [body(ended_at=ended_at)]})
+    assert batch.status_code == 200 and batch.json()["results"][0]["status"] == "rejected"
+    assert not Match.objects.exists()
+
+
+def test_an_ended_at_far_ahead_is_refused_as_in_the_future(server: SignedClient, game) -> None:
+    assert_error(server.post(f"{URL}/matches", body(ended_at="9998-12-31T23:59:59Z")), 400, "ended_at_in_future")
+
+
+@pytest.mark.parametrize(
+    "path, method",
+    [
+        ("/matches", "POST"),
+        ("/matches/batch", "POST"),
+        ("/players/p1/friends", "PUT"),
+        ("/matches/m/void", "POST"),
+        ("/matches/m/approve", "POST"),
+    ],
+)
+@pytest.mark.parametrize("depth", [65, 900, 1000, 100_000])
+def test_a_deeply_nested_body_is_a_400(server: SignedClient, game, path: str, method: str, depth: int) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    assert_error(server.request(method, URL + path, raw=nested(depth)), 400, "invalid_json")
+    deep_object = b'{"a":' * depth + b"1" + b"}" * depth
+    assert_error(server.request(method, URL + path, raw=deep_object), 400, "invalid_json")
+    assert Match.objects.get().status == "accepted" and Match.objects.count() == 1
+
+
+def test_metadata_nested_within_the_bound_is_still_fine(server: SignedClient, game) -> None:
+    meta: dict = {}
+    inner = meta
+    for _ in range(50):
+        inner["a"] = {}
+        inner = inner["a"]
+    assert server.post(f"{URL}/matches", body(metadata=meta)).status_code == 201
