@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as pinned local static files (no CDN)
     "channels",
     "scores",
     "boards",
@@ -181,6 +182,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Real-time game leaderboards: signed result ingestion, exact ranks, windows and seasons.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/docs/ and /api/redoc/ load their JavaScript from this server (drf-spectacular-sidecar,
+    # pinned in requirements.txt), so they render on a machine without internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Contract section 3: signatures older or newer than this are refused.

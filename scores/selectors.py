@@ -336,3 +336,31 @@ def durable_standings(
     standings = {pk: (enc, pos, better) for pk, enc, _, _, _, pos, better in rows}
     found = {pk: Profile(ext, name, _json(meta), enc) for pk, enc, ext, name, meta, _, _ in rows}
     return standings, found
+
+
+# --- game description (GET /api/v1/games, /api/v1/games/{game}) ----------------------------
+
+
+@dataclass(frozen=True)
+class GameDescription:
+    game: Game
+    boards: list[Board]
+    seasons: list[Season]
+    regions: list[Region]
+
+
+def games_list() -> list[Game]:
+    return list(Game.objects.order_by("slug"))
+
+
+def game_describe(*, slug: str) -> GameDescription | None:
+    """A game with its boards (in configuration order), seasons (by start) and regions."""
+    game = Game.objects.filter(slug=slug).first()
+    if game is None:
+        return None
+    return GameDescription(
+        game=game,
+        boards=list(Board.objects.filter(game=game).order_by("id")),
+        seasons=list(Season.objects.filter(game=game).order_by("starts_at", "slug")),
+        regions=list(Region.objects.filter(game=game).order_by("slug")),
+    )
