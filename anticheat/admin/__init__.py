@@ -5,6 +5,7 @@
 - matches.py: every match (search by player, server key, board, time) and the player page
   (results per board, current ranks); they extend scores/admin.py's base pages
 - audit.py: the audit log (read-only for everyone), with its targets as columns
+- freezes.py: a frozen window's page (seasons/admin.py) with the audit entries that explain its version
 """
 
-from anticheat.admin import audit, matches, queue  # noqa: F401  (each registers its pages)
+from anticheat.admin import audit, freezes, matches, queue  # noqa: F401  (each registers its pages)

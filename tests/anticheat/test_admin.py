@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 
 from anticheat.models import AuditEntry
 from scores.models import Match, ServerKey
-from tests.anticheat.conftest import submit, top
+from tests.anticheat.conftest import moderators_group_create, submit, top
 
 QUEUE = "/admin/anticheat/reviewmatch/"
 
@@ -23,10 +21,8 @@ def login(user: User) -> Client:
 
 @pytest.fixture(autouse=True)
 def moderators_group(transactional_db) -> None:
-    """The data migration's group (transactional tests empty the tables it filled)."""
-    from django.apps import apps
-
-    importlib.import_module("anticheat.migrations.0002_moderators_group").create_group(apps, None)
+    """The data migrations' group (transactional tests empty the tables they filled)."""
+    moderators_group_create()
 
 
 @pytest.fixture
@@ -52,6 +48,8 @@ def test_the_group_has_exactly_the_moderation_permissions(transactional_db) -> N
         "anticheat.view_reviewmatch",
         "anticheat.moderate_match",
         "anticheat.view_auditentry",
+        "seasons.view_windowfreeze",
+        "seasons.view_windowclose",
     }
 
 

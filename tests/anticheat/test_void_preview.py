@@ -4,8 +4,6 @@ after, computed by running the real void and rolling it back; the confirm applie
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
@@ -16,7 +14,7 @@ from scores.models import Match, PlayerValue
 from scores.selectors import cached_board, durable_standings
 from seasons.models import WindowFreeze
 from seasons.services import window_freeze
-from tests.anticheat.conftest import drain, submit, top
+from tests.anticheat.conftest import drain, moderators_group_create, submit, top
 
 MATCHES = "/admin/scores/match/"
 WINDOWS = ["all", "season:s1", "monthly:2026-11", "weekly:2026-W48", "daily:2026-11-28"]
@@ -24,9 +22,7 @@ WINDOWS = ["all", "season:s1", "monthly:2026-11", "weekly:2026-W48", "daily:2026
 
 @pytest.fixture(autouse=True)
 def moderators_group(transactional_db) -> None:
-    from django.apps import apps
-
-    importlib.import_module("anticheat.migrations.0002_moderators_group").create_group(apps, None)
+    moderators_group_create()
 
 
 @pytest.fixture
