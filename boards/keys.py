@@ -16,6 +16,8 @@ lb:live:dirty                   set: watched board windows changed since their l
 lb:live:top:{board_id}:{window} digest of the last top-10 message published for a board window
 lb:anticheat:pending            list: ids of accepted matches awaiting the after-the-fact checks
 lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of that list is queued
+lb:heartbeat:workers            hash: Celery worker hostname -> its latest heartbeat (monitoring/heartbeats.py)
+lb:heartbeat:beat               Celery beat's latest heartbeat
 """
 
 BOARD_PREFIX = "lb:"
@@ -88,3 +90,11 @@ def live_top_pending() -> str:
 
 def throttle_key(scope: str, ident: str, window: int) -> str:
     return f"lb:throttle:{scope}:{ident}:{window}"
+
+
+def heartbeat_workers() -> str:
+    return "lb:heartbeat:workers"
+
+
+def heartbeat_beat() -> str:
+    return "lb:heartbeat:beat"

@@ -42,9 +42,12 @@ INSTALLED_APPS = [
     "boards",
     "anticheat",
     "seasons",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
+    # first: times the whole request and counts its answer (/metrics, docs/operations.md)
+    "monitoring.metrics.RequestMetricsMiddleware",
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # static files (the admin's CSS, the player pages' assets) from the web process itself
@@ -107,6 +110,8 @@ CACHES = {
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             # The cache is an optimisation: a Redis outage must not turn reads into 5xx.
             "IGNORE_EXCEPTIONS": True,
+            # redis-py's pool, counting failed connects, sends and reads for /metrics
+            "CONNECTION_POOL_CLASS": "monitoring.redis.CountingConnectionPool",
         },
     }
 }
