@@ -4,6 +4,7 @@ leaderboard_redis_errors_total. TCP and unix-socket URLs alike."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from redis.connection import Connection, ConnectionPool, UnixDomainSocketConnection
@@ -15,27 +16,24 @@ from monitoring.metrics import REDIS_ERRORS
 _FAILURES = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
+def _counted(name: str) -> Callable[..., Any]:
+    """The connection's method `name`, counting its failures."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return getattr(super(_Counting, self), name)(*args, **kwargs)
+        except _FAILURES as exc:
+            REDIS_ERRORS.labels(type(exc).__name__).inc()
+            raise
+
+    method.__name__ = name
+    return method
+
+
 class _Counting:
-    def connect(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().connect(*args, **kwargs)
-        except _FAILURES as exc:
-            REDIS_ERRORS.labels(type(exc).__name__).inc()
-            raise
-
-    def send_packed_command(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().send_packed_command(*args, **kwargs)
-        except _FAILURES as exc:
-            REDIS_ERRORS.labels(type(exc).__name__).inc()
-            raise
-
-    def read_response(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().read_response(*args, **kwargs)
-        except _FAILURES as exc:
-            REDIS_ERRORS.labels(type(exc).__name__).inc()
-            raise
+    connect = _counted("connect")
+    send_packed_command = _counted("send_packed_command")
+    read_response = _counted("read_response")
 
 
 class CountingConnection(_Counting, Connection):

@@ -5,6 +5,20 @@ from django.http import HttpRequest
 from scores.models import Board, Game, Match, Player, PlayerAccount, Result, Season, ServerKey
 
 
+class ReadOnlyAdminMixin:
+    """A record nobody adds, changes or deletes in the admin (superusers included): actions and
+    services write it. Its pages are view-only, with no Save buttons."""
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 class BoardInline(admin.TabularInline):
     model = Board
     extra = 0

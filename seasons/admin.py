@@ -15,6 +15,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from scores import windows
+from scores.admin import ReadOnlyAdminMixin
 from scores.models import Board
 from scores.selectors import cached_board
 from seasons.export import csv_response, window_csv
@@ -61,7 +62,7 @@ class ExportForm(forms.Form):
 
 
 @admin.register(WindowFreeze)
-class WindowFreezeAdmin(admin.ModelAdmin):
+class WindowFreezeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Frozen standings are a record for reward payout: read-only, exported as CSV. A window
     corrected after its freeze (a void) has several versions; each says who moved."""
 
@@ -73,15 +74,6 @@ class WindowFreezeAdmin(admin.ModelAdmin):
     readonly_fields = fields
     actions = ["export_csv"]
     change_list_template = "admin/seasons/windowfreeze_change_list.html"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     def get_urls(self) -> list:
         view = self.admin_site.admin_view(self.export_view)
@@ -190,16 +182,10 @@ def _without_header(lines):  # noqa: ANN001, ANN202
 
 
 @admin.register(WindowClose)
-class WindowCloseAdmin(admin.ModelAdmin):
+class WindowCloseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Why a window is not frozen yet (a season waiting on held matches), or its last freeze."""
 
     list_display = ("board", "window", "state", "detail", "checked_at")
     list_filter = ("state", "board__game")
     list_select_related = ("board__game",)
     readonly_fields = ("board", "window", "state", "detail", "checked_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False

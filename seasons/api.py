@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers
-from rest_framework.permissions import BasePermission
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,8 +13,7 @@ from rest_framework.views import APIView
 from boards.api import ErrorBodySerializer, _board, _query, _window
 from leaderboard_project.errors import NotFound
 from scores import windows
-from scores.auth import ServerKeyAuthentication
-from scores.models import ServerKey
+from scores.auth import ServerKeyAuthentication, server_key_permission
 from seasons.export import csv_response
 from seasons.selectors import freeze_of, latest_freeze, standings_page
 
@@ -92,25 +90,12 @@ class ExportQuerySerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=1, required=False)
 
 
-class SignedByTheGame(BasePermission):
-    """A signed request from any key of the URL's game (the scope does not matter: a game's own
-    servers may read its standings)."""
-
-    def has_permission(self, request: Request, view: object) -> bool:
-        key = request.auth
-        if not isinstance(key, ServerKey):
-            raise exceptions.NotAuthenticated("this endpoint needs a signed request (X-Key-Id, X-Signature)")
-        if key.game.slug != view.kwargs.get("game"):
-            raise exceptions.PermissionDenied("this key belongs to another game")
-        return True
-
-
 class WindowExportApi(APIView):
     """A board window as CSV: a frozen window's standings (latest version, or ?version=N), else
     the window's current values, in the contract's order."""
 
     authentication_classes = [ServerKeyAuthentication]
-    permission_classes = [SignedByTheGame]
+    permission_classes = [server_key_permission(None)]  # any key of the game: its own servers read it
 
     @extend_schema(
         operation_id="boards_export",

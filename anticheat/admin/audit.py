@@ -20,6 +20,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from anticheat.models import AuditEntry
+from scores.admin import ReadOnlyAdminMixin
 from seasons.models import WindowFreeze
 
 REASON_CHARS = 90
@@ -61,7 +62,7 @@ def _bulk(entry: AuditEntry, key: str) -> str:
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Append-only: nobody, superusers included, adds, changes or deletes an entry here."""
 
     # the game is a filter, not a column: the log must fit beside the navigation and the filters
@@ -123,15 +124,6 @@ class AuditEntryAdmin(admin.ModelAdmin):
                 | Q(details__server_key=term)
             )
         return found, duplicates
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="when (UTC)", ordering="created_at")
     def when(self, obj: AuditEntry) -> str:

@@ -17,6 +17,7 @@ from anticheat import services
 from anticheat.admin.voiding import ModerationMixin
 from anticheat.models import MatchFlag, ReviewMatch
 from scores import encoding
+from scores.admin import ReadOnlyAdminMixin
 from scores.models import Match, PlayerValue, Result
 
 REVOKE = "scores.change_serverkey"
@@ -34,7 +35,7 @@ class FlagInline(admin.TabularInline):
 
 
 @admin.register(ReviewMatch)
-class ReviewMatchAdmin(ModerationMixin, admin.ModelAdmin):
+class ReviewMatchAdmin(ModerationMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Held matches and matches a rule flagged, oldest first, each with its context."""
 
     list_display = ("match_id", "game", "status", "why", "what", "ended_at", "received_at", "server")
@@ -59,15 +60,6 @@ class ReviewMatchAdmin(ModerationMixin, admin.ModelAdmin):
                 Prefetch("results", queryset=Result.objects.select_related("player", "board").order_by("id")),
             )
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False  # nothing is edited here: actions call services
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(REVOKE)

@@ -8,7 +8,7 @@ from django.test import Client
 
 from anticheat.models import AuditEntry
 from scores.models import Match, ServerKey
-from tests.anticheat.conftest import moderators_group_create, submit, top
+from tests.anticheat.conftest import submit, top
 
 QUEUE = "/admin/anticheat/reviewmatch/"
 
@@ -20,16 +20,8 @@ def login(user: User) -> Client:
 
 
 @pytest.fixture(autouse=True)
-def moderators_group(transactional_db) -> None:
-    """The data migrations' group (transactional tests empty the tables they filled)."""
-    moderators_group_create()
-
-
-@pytest.fixture
-def moderator(transactional_db) -> User:
-    user = User.objects.create_user("mo", password="pw", is_staff=True)
-    user.groups.add(Group.objects.get(name="moderators"))
-    return user
+def _group(moderators_group) -> None:
+    """Every test here has the data migrations' moderators group."""
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ targets, and a corrected frozen window's page (who moved, and why)."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from anticheat import services
@@ -13,16 +13,13 @@ from scores.models import Board, Match, Player, ServerKey
 from scores.selectors import cached_board
 from seasons.models import WindowFreeze
 from seasons.services import window_freeze
-from tests.anticheat.conftest import moderators_group_create, submit
+from tests.anticheat.conftest import submit
 
 
 @pytest.fixture
-def moderator(transactional_db) -> Client:
-    moderators_group_create()
-    user = User.objects.create_user("mo", password="pw", is_staff=True)
-    user.groups.add(Group.objects.get(name="moderators"))
+def signed_in(moderator) -> Client:
     client = Client()
-    client.force_login(user)
+    client.force_login(moderator)
     return client
 
 
@@ -40,23 +37,23 @@ def _listed(client: Client, **params) -> list[str]:
     return sorted(m.match_id for m in page.context["cl"].result_list)
 
 
-def test_matches_are_found_by_player_id_name_key_board_and_time(moderator, played) -> None:
-    assert _listed(moderator, q="bo") == ["m1", "m2"]
-    assert _listed(moderator, q="ana top") == ["m1"]  # the start of a display name, any case
-    assert _listed(moderator, q="m3") == ["m3"]
+def test_matches_are_found_by_player_id_name_key_board_and_time(signed_in, played) -> None:
+    assert _listed(signed_in, q="bo") == ["m1", "m2"]
+    assert _listed(signed_in, q="ana top") == ["m1"]  # the start of a display name, any case
+    assert _listed(signed_in, q="m3") == ["m3"]
     key = ServerKey.objects.get(name="eu-1")
-    assert _listed(moderator, q=key.key_id) == ["m1", "m2", "m3"]
-    assert _listed(moderator, board=Board.objects.get(slug="freesum").pk) == ["m3"]
-    assert _listed(moderator, ended_from="2026-11-28 10:30", ended_to="2026-11-29") == ["m2"]
-    assert _listed(moderator, q="bo", ended_from="2026-11-28T10:30:00") == ["m2"]
-    assert moderator.get("/admin/scores/match/", {"ended_from": "yesterday"}).status_code in (200, 302)
-    page = moderator.get("/admin/scores/match/", {"q": "bo"}).content.decode()
+    assert _listed(signed_in, q=key.key_id) == ["m1", "m2", "m3"]
+    assert _listed(signed_in, board=Board.objects.get(slug="freesum").pk) == ["m3"]
+    assert _listed(signed_in, ended_from="2026-11-28 10:30", ended_to="2026-11-29") == ["m2"]
+    assert _listed(signed_in, q="bo", ended_from="2026-11-28T10:30:00") == ["m2"]
+    assert signed_in.get("/admin/scores/match/", {"ended_from": "yesterday"}).status_code in (200, 302)
+    page = signed_in.get("/admin/scores/match/", {"q": "bo"}).content.decode()
     assert "Ana Top (ana), bo" in page  # the players column
 
 
-def test_the_player_page_lists_results_newest_first_with_links_and_ranks(moderator, played) -> None:
+def test_the_player_page_lists_results_newest_first_with_links_and_ranks(signed_in, played) -> None:
     bo = Player.objects.get(external_id="bo")
-    page = moderator.get(f"/admin/scores/player/{bo.pk}/change/")
+    page = signed_in.get(f"/admin/scores/player/{bo.pk}/change/")
     html = page.content.decode()
     assert page.status_code == 200
     m1, m2 = (Match.objects.get(match_id=m) for m in ("m1", "m2"))
@@ -65,16 +62,16 @@ def test_the_player_page_lists_results_newest_first_with_links_and_ranks(moderat
     assert "daily:2026-11-28" not in html or "no score" in html  # current windows only
 
 
-def test_inline_results_and_boards_read_as_a_moderator_reads_them(moderator, played) -> None:
+def test_inline_results_and_boards_read_as_a_moderator_reads_them(signed_in, played) -> None:
     m1 = Match.objects.get(match_id="m1")
-    html = moderator.get(f"/admin/scores/match/{m1.pk}/change/").content.decode()
+    html = signed_in.get(f"/admin/scores/match/{m1.pk}/change/").content.decode()
     assert "Ana Top (ana)" in html and 'name="_save"' not in html
     result = m1.results.select_related("player", "board").get(player__external_id="ana")
     assert str(result) == "Ana Top (ana) on free: 500"
     assert str(result.board) == "arena/free"
 
 
-def test_the_audit_log_shows_targets_as_columns_with_filters(moderator, played, mod) -> None:
+def test_the_audit_log_shows_targets_as_columns_with_filters(signed_in, played, mod) -> None:
     mod.post("/api/v1/games/arena/matches/m2/void", {"reason": "replayed"})
     user = User.objects.get(username="mo")
     bo = Player.objects.get(external_id="bo")
@@ -85,30 +82,30 @@ def test_the_audit_log_shows_targets_as_columns_with_filters(moderator, played, 
         reason="account sold",
         actor=services.Actor.of_user(user),
     )
-    page = moderator.get("/admin/anticheat/auditentry/")
+    page = signed_in.get("/admin/anticheat/auditentry/")
     html = page.content.decode()
     bulk = AuditEntry.objects.get(action="void_bulk")
     assert f"/admin/scores/player/?q=bo&amp;game__id__exact={bulk.game_id}" in html  # bulk: its player target
     m2 = Match.objects.get(match_id="m2")
     assert f"/admin/scores/match/{m2.pk}/change/" in html
-    by_keys = moderator.get("/admin/anticheat/auditentry/", {"actor": "keys"}).context["cl"].result_list
+    by_keys = signed_in.get("/admin/anticheat/auditentry/", {"actor": "keys"}).context["cl"].result_list
     assert [e.match_ref for e in by_keys] == ["m2"]
-    by_user = moderator.get("/admin/anticheat/auditentry/", {"actor": f"user:{user.pk}"}).context["cl"].result_list
+    by_user = signed_in.get("/admin/anticheat/auditentry/", {"actor": f"user:{user.pk}"}).context["cl"].result_list
     assert {e.action for e in by_user} == {"void", "void_bulk"}
-    searched = moderator.get("/admin/anticheat/auditentry/", {"q": "bo"}).context["cl"].result_list
+    searched = signed_in.get("/admin/anticheat/auditentry/", {"q": "bo"}).context["cl"].result_list
     assert {e.action for e in searched} >= {"void_bulk"}
-    assert moderator.get("/admin/anticheat/auditentry/", {"action__exact": "void"}).status_code == 200
+    assert signed_in.get("/admin/anticheat/auditentry/", {"action__exact": "void"}).status_code == 200
 
 
-def test_a_corrected_frozen_window_shows_who_moved_and_why(moderator, played, mod) -> None:
+def test_a_corrected_frozen_window_shows_who_moved_and_why(signed_in, played, mod) -> None:
     board = cached_board("arena", "free")
     window_freeze(board=board, window="daily:2026-11-28", reason="window closed")
     assert mod.post("/api/v1/games/arena/matches/m1/void", {"reason": "aimbot"}).status_code == 200
     v2 = WindowFreeze.objects.get(window="daily:2026-11-28", version=2)
-    html = moderator.get(f"/admin/seasons/windowfreeze/{v2.pk}/change/").content.decode()
+    html = signed_in.get(f"/admin/seasons/windowfreeze/{v2.pk}/change/").content.decode()
     assert "aimbot" in html and "voided by server key" in html  # why: the audit entry
     assert "#1 (position 1), 500" in html and "removed" in html  # ana: gone from the corrected version
     assert "#2 (position 2), 450" in html and "#1 (position 1), 450" in html and "▲ 1" in html  # bo moved up
-    assert "v2 (corrected)" in moderator.get("/admin/seasons/windowfreeze/").content.decode()
-    audit = moderator.get("/admin/anticheat/auditentry/").content.decode()
+    assert "v2 (corrected)" in signed_in.get("/admin/seasons/windowfreeze/").content.decode()
+    audit = signed_in.get("/admin/anticheat/auditentry/").content.decode()
     assert f"/admin/seasons/windowfreeze/{v2.pk}/change/" in audit  # the void's re-frozen window

@@ -5,7 +5,6 @@ after, computed by running the real void and rolling it back; the confirm applie
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from anticheat import previews, services
@@ -14,22 +13,15 @@ from scores.models import Match, PlayerValue
 from scores.selectors import cached_board, durable_standings
 from seasons.models import WindowFreeze
 from seasons.services import window_freeze
-from tests.anticheat.conftest import drain, moderators_group_create, submit, top
+from tests.anticheat.conftest import drain, submit, top
 
 MATCHES = "/admin/scores/match/"
 WINDOWS = ["all", "season:s1", "monthly:2026-11", "weekly:2026-W48", "daily:2026-11-28"]
 
 
 @pytest.fixture(autouse=True)
-def moderators_group(transactional_db) -> None:
-    moderators_group_create()
-
-
-@pytest.fixture
-def moderator(transactional_db) -> User:
-    user = User.objects.create_user("mo", password="pw", is_staff=True)
-    user.groups.add(Group.objects.get(name="moderators"))
-    return user
+def _group(moderators_group) -> None:
+    """Every test here has the data migrations' moderators group."""
 
 
 @pytest.fixture

@@ -52,20 +52,20 @@ def played(server: SignedClient) -> Match:
 
 
 @pytest.fixture
-def moderator(transactional_db) -> tuple[str, str]:
+def moderator_login(transactional_db) -> tuple[str, str]:
     moderators_group_create()
     user = User.objects.create_user("moderator", password="pw-e2e-mod", is_staff=True)
     user.groups.add(Group.objects.get(name="moderators"))
     return "moderator", "pw-e2e-mod"
 
 
-def test_a_moderator_previews_and_voids_a_top_players_match(web, browser, played, moderator) -> None:
+def test_a_moderator_previews_and_voids_a_top_players_match(web, browser, played, moderator_login) -> None:
     browser.get(f"{web.url}/games/chess/boards/rating/")
     assert _top_players(browser)[:2] == ["ana", "bo"]
 
     browser.get(f"{web.url}/admin/login/?next=/admin/scores/match/")
-    browser.find_element(By.ID, "id_username").send_keys(moderator[0])
-    browser.find_element(By.ID, "id_password").send_keys(moderator[1])
+    browser.find_element(By.ID, "id_username").send_keys(moderator_login[0])
+    browser.find_element(By.ID, "id_password").send_keys(moderator_login[1])
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
     _wait(browser, lambda d: d.find_elements(By.ID, "changelist-search"), "the match list never opened")
 

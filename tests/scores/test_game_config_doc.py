@@ -40,7 +40,9 @@ def test_every_key_of_every_table_is_documented() -> None:
 
 def test_the_documented_defaults_are_the_parsers() -> None:
     doc = _sections()
-    spec = config.parse_game_config('[game]\nslug = "g"\nname = "G"\n[[boards]]\nslug = "b"\nname = "B"\nmax_score = 9\n')
+    spec = config.parse_game_config(
+        '[game]\nslug = "g"\nname = "G"\n[[boards]]\nslug = "b"\nname = "B"\nmax_score = 9\n'
+    )
     board = spec.boards[0]
     assert doc["`[game]`"]["reset_timezone"] == f'`"{spec.reset_timezone}"`'
     assert doc["`[game]`"]["close_grace_seconds"] == f"`{spec.close_grace_seconds}`"
