@@ -13,7 +13,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core import signing
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -100,10 +100,15 @@ class ModerationMixin:
         return super().changelist_view(request, {**(extra_context or {}), **extra})
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
-        extra = {"can_moderate": self.has_moderate_permission(request)}
+        extra: dict[str, Any] = {"can_moderate": self.has_moderate_permission(request) and object_id.isdigit()}
         if extra["can_moderate"]:
-            extra["void_url"] = reverse(f"admin:{self._url_name('void')}") + f"?ids={int(object_id)}"
-            extra["approve_url"] = reverse(f"admin:{self._url_name('approve')}", args=[int(object_id)])
+            pk = int(object_id)
+            extra["void_url"] = reverse(f"admin:{self._url_name('void')}") + f"?ids={pk}"
+            extra["approve_url"] = reverse(f"admin:{self._url_name('approve')}", args=[pk])
+            # approving clears open flags too: offer it for held and for flagged matches
+            extra["can_approve"] = Match.objects.filter(
+                Q(status=Match.Status.HELD) | Q(flags__resolved_at__isnull=True, flags__isnull=False), pk=pk
+            ).exists()
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
     # --- approve --------------------------------------------------------------------------------

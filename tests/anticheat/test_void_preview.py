@@ -148,3 +148,12 @@ def test_approve_from_the_match_page(gs, moderator) -> None:
     client.post(f"{MATCHES}{held.pk}/approve/")
     assert Match.objects.get(pk=held.pk).status == "accepted"
     assert top("rating") == [("a", 5000)]
+
+
+def test_an_accepted_unflagged_match_offers_no_approve_and_odd_ids_do_not_fail(played, moderator) -> None:
+    client = Client()
+    client.force_login(moderator)
+    page = client.get(f"{MATCHES}{played.pk}/change/").content.decode()
+    assert "Void…" in page and "approve-button" not in page
+    assert client.get(f"{MATCHES}abc/change/").status_code in (302, 404)
+    assert client.get(f"{MATCHES}void/?ids=x,y").status_code == 302  # back to the list, with a message
