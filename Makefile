@@ -31,22 +31,23 @@ venv: $(STAMP)
 # half-made .venv behind: remove it, and as root install the package and try again.
 $(VENV)/bin/pip:
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: sudo apt-get install python3 python3-venv" >&2; exit 1; }
-	@echo "==> creating the virtualenv in $(VENV)/"
-	@if ! $(PYTHON) -m venv $(VENV); then \
+	@echo "==> creating the virtualenv in $(VENV)/" >&2
+	@if ! $(PYTHON) -m venv $(VENV) >&2; then \
 	  rm -rf $(VENV); \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "==> '$(PYTHON) -m venv' failed: installing python3-venv with apt-get"; \
-	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv \
-	      && $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "error: could not create $(VENV)/" >&2; exit 1; }; \
+	    echo "==> '$(PYTHON) -m venv' failed: installing python3-venv with apt-get" >&2; \
+	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv \
+	      && $(PYTHON) -m venv $(VENV); } >&2 || { rm -rf $(VENV); echo "error: could not create $(VENV)/" >&2; exit 1; }; \
 	  else \
 	    echo "error: '$(PYTHON) -m venv' failed; install venv support and retry: sudo apt-get install python3-venv" >&2; \
 	    exit 1; \
 	  fi; \
 	fi
 
+# Progress goes to stderr: `make manage` prints only the command's own output on stdout.
 $(STAMP): requirements.txt | $(VENV)/bin/pip
-	@echo "==> installing requirements.txt into $(VENV)/"
-	$(VENV)/bin/pip install --disable-pip-version-check -q -r requirements.txt
+	@echo "==> installing requirements.txt into $(VENV)/" >&2
+	@$(VENV)/bin/pip install --disable-pip-version-check -q -r requirements.txt >&2
 	@touch $@
 
 run: venv
@@ -71,8 +72,9 @@ browser:
 	  exit 1; \
 	fi
 
+# Not echoed: stdout is the command's own (`make manage ARGS="create_server_key ..." | jq .secret`).
 manage: venv
-	$(SERVICES) exec -- $(VENV_PY) manage.py $(ARGS)
+	@$(SERVICES) exec -- $(VENV_PY) manage.py $(ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

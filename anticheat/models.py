@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from scores.models import Board, Game, Match, Player, ServerKey
+from scores.models import TXID, Board, Game, Match, Player, ServerKey
 
 
 class AuditEntry(models.Model):
@@ -40,6 +40,11 @@ class AuditEntry(models.Model):
     server_key = models.ForeignKey(ServerKey, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     reason = models.TextField()
     details = models.JSONField(default=dict, blank=True)
+    # The Postgres transaction that wrote the entry (set by the database). A void re-freezes the
+    # frozen windows it touches in the same transaction, so the re-frozen versions
+    # (seasons.WindowFreeze.xact) and the void's entries share it: that is how a freeze's diff
+    # page names the audit entries that explain it, and the audit log the windows an entry re-froze.
+    xact = models.BigIntegerField(db_default=TXID, null=True, editable=False, db_index=True)
 
     class Meta:
         verbose_name = "audit log entry"

@@ -19,6 +19,8 @@ lb:rate:{g<game_id>}:<player>   integer: a player's new matches in the anti-chea
                                 (anticheat/rules.py); one hash tag per game, so one script call
                                 counts a whole submission
 lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of that list is queued
+lb:heartbeat:workers            hash: Celery worker hostname -> its latest heartbeat (monitoring/heartbeats.py)
+lb:heartbeat:beat               Celery beat's latest heartbeat
 """
 
 BOARD_PREFIX = "lb:"
@@ -95,3 +97,11 @@ def live_top_pending() -> str:
 
 def throttle_key(scope: str, ident: str, window: int) -> str:
     return f"lb:throttle:{scope}:{ident}:{window}"
+
+
+def heartbeat_workers() -> str:
+    return "lb:heartbeat:workers"
+
+
+def heartbeat_beat() -> str:
+    return "lb:heartbeat:beat"

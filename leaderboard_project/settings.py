@@ -71,14 +71,18 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as pinned local static files (no CDN)
     "channels",
     "scores",
     "boards",
     "anticheat",
     "seasons",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
+    # first: times the whole request and counts its answer (/metrics, docs/operations.md)
+    "monitoring.metrics.RequestMetricsMiddleware",
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
     # Postgres unreachable: 503 + Retry-After with the contract body, not a 500
     "leaderboard_project.database.DatabaseUnavailableMiddleware",
@@ -149,6 +153,8 @@ CACHES = {
             "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection},
             # The cache is an optimisation: a Redis outage must not turn reads into 5xx.
             "IGNORE_EXCEPTIONS": True,
+            # redis-py's pool, counting failed connects, sends and reads for /metrics
+            "CONNECTION_POOL_CLASS": "monitoring.redis.CountingConnectionPool",
         },
     }
 }
@@ -230,6 +236,11 @@ SPECTACULAR_SETTINGS = {
         "MatchStatusEnum": ["accepted", "held", "voided"],
         "BatchItemStatusEnum": ["accepted", "held", "voided", "rejected"],
     },
+    # /api/docs/ and /api/redoc/ load their JavaScript from this server (drf-spectacular-sidecar,
+    # pinned in requirements.txt), so they render on a machine without internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Contract section 3: signatures older or newer than this are refused.

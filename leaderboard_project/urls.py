@@ -1,18 +1,21 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from leaderboard_project.errors import error_response
-from leaderboard_project.health import healthz
+from monitoring.health import healthz
+from monitoring.metrics import metrics_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/v1/", include("scores.urls")),
     path("api/v1/", include("boards.urls")),
     path("api/v1/", include("seasons.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("", include("boards.page_urls")),  # the player web pages (HTML)
 ]
 

@@ -1,9 +1,22 @@
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
+from django.http import HttpRequest
 
 from scores.models import Board, Game, Match, Player, PlayerAccount, Result, Season, ServerKey
+
+
+class ReadOnlyAdminMixin:
+    """A record nobody adds, changes or deletes in the admin (superusers included): actions and
+    services write it. Its pages are view-only, with no Save buttons."""
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 class BoardInline(admin.TabularInline):
@@ -81,49 +94,17 @@ class MatchAdmin(admin.ModelAdmin):
 @admin.register(Player)
 class PlayerAdmin(admin.ModelAdmin):
     """Players are never deleted here (their results, values and frozen standings would go
-    with them, behind the boards' back): the erase action voids their matches instead."""
+    with them, behind the boards' back): anticheat/admin adds the erase action, which voids
+    their matches instead."""
 
     list_display = ("external_id", "display_name", "game", "created_at")
     list_filter = ("game",)
     search_fields = ("external_id", "display_name")
     readonly_fields = ("game", "external_id", "created_at")
     show_full_result_count = False
-    actions = ["erase"]
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
-
-    def has_moderate_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("anticheat.moderate_match")
-
-    @admin.action(
-        description="Erase selected players (void all their matches; asks for a reason)", permissions=["moderate"]
-    )
-    def erase(self, request: HttpRequest, queryset: QuerySet[Player]) -> HttpResponse | None:
-        from anticheat.admin import ReasonForm
-        from anticheat.services import Actor, player_erase
-
-        form = ReasonForm(request.POST if "apply" in request.POST else None)
-        if "apply" in request.POST and form.is_valid():
-            voided = 0
-            players = list(queryset.select_related("game"))
-            for player in players:
-                voided += len(
-                    player_erase(player=player, reason=form.cleaned_data["reason"], actor=Actor.of_user(request.user))
-                )
-            self.message_user(request, f"Erased {len(players)} player(s); {voided} match(es) voided.", messages.SUCCESS)
-            return None
-        return TemplateResponse(
-            request,
-            "admin/scores/erase_form.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Erase players",
-                "players": queryset,
-                "form": form,
-                "opts": self.model._meta,
-            },
-        )
 
 
 @admin.register(PlayerAccount)

@@ -23,7 +23,7 @@ from leaderboard_project.errors import (
     error_body,
     flatten_detail,
 )
-from scores import ids, ingest, services
+from scores import ids, ingest, selectors, services
 from scores.auth import ServerKeyAuthentication, server_key_permission
 from scores.ids import MATCH_ID_RE, PLAYER_RE, SLUG_RE, match_id_check, player_id_check
 from scores.models import Player
@@ -462,3 +462,80 @@ class FriendsApi(ServerApiView):
         body.is_valid(raise_exception=True)
         friends = services.friends_replace(game=self.game(), player_id=player, friends=body.validated_data["friends"])
         return Response(FriendListOutSerializer({"friends": friends}).data)
+
+
+# --- game description (contract section 12): public --------------------------------------------
+
+GAME_CACHE_SECONDS = 60  # configuration changes by apply_game_config, rarely
+
+
+class GameSummarySerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+
+
+class GamesOutSerializer(serializers.Serializer):
+    games = GameSummarySerializer(many=True)
+
+
+class BoardDescriptionSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    order = serializers.ChoiceField(choices=["desc", "asc"])
+    mode = serializers.ChoiceField(choices=["best", "total"])
+    windows = serializers.ListField(child=serializers.CharField())
+    min_score = serializers.IntegerField()
+    max_score = serializers.IntegerField()
+    rank_display = serializers.ChoiceField(choices=["unique", "shared"])
+    format = serializers.SerializerMethodField(help_text='how pages show scores: "integer" (the only format so far)')
+    regions = serializers.BooleanField(help_text="the board also keeps one board per region of the game")
+
+    def get_format(self, board: object) -> str:
+        # Boards have no score format yet (contract section 12 adds the TOML key); every board
+        # shows integers until it lands.
+        return getattr(board, "format", "integer")
+
+
+class SeasonDescriptionSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+
+
+class RegionDescriptionSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    timezone = serializers.CharField()
+
+
+class GameOutSerializer(serializers.Serializer):
+    slug = serializers.CharField(source="game.slug")
+    name = serializers.CharField(source="game.name")
+    reset_timezone = serializers.CharField(source="game.reset_timezone")
+    boards = BoardDescriptionSerializer(many=True)
+    seasons = SeasonDescriptionSerializer(many=True)
+    regions = RegionDescriptionSerializer(many=True)
+
+
+def _cacheable(response: Response) -> Response:
+    response["Cache-Control"] = f"public, max-age={GAME_CACHE_SECONDS}"
+    return response
+
+
+class GamesApi(APIView):
+    @extend_schema(operation_id="games_list", responses={200: GamesOutSerializer}, summary="The games served here")
+    def get(self, request: Request) -> Response:
+        return _cacheable(Response(GamesOutSerializer({"games": selectors.games_list()}).data))
+
+
+class GameApi(APIView):
+    @extend_schema(
+        operation_id="games_describe",
+        responses={200: GameOutSerializer, 404: ErrorBodySerializer},
+        summary="A game's boards (order, mode, windows, bounds, rank display), seasons and regions",
+    )
+    def get(self, request: Request, game: str) -> Response:
+        found = selectors.game_describe(slug=game)
+        if found is None:
+            raise NotFound(f"unknown game {game!r}", code="unknown_game")
+        return _cacheable(Response(GameOutSerializer(found).data))

@@ -143,8 +143,9 @@ class ServerKeyAuthentication(BaseAuthentication):
         return 'HMAC-SHA256 realm="leaderboard"'
 
 
-def server_key_permission(scope: str) -> type[BasePermission]:
-    """A permission class: a signed request from a key of the URL's game holding `scope`."""
+def server_key_permission(scope: str | None) -> type[BasePermission]:
+    """A permission class: a signed request from a key of the URL's game holding `scope`
+    (None: any key of the game, whatever its scopes)."""
 
     class HasServerScope(BasePermission):
         def has_permission(self, request: Request, view: object) -> bool:
@@ -153,11 +154,11 @@ def server_key_permission(scope: str) -> type[BasePermission]:
                 raise exceptions.NotAuthenticated("this endpoint needs a signed request (X-Key-Id, X-Signature)")
             if key.game.slug != view.kwargs.get("game"):
                 raise exceptions.PermissionDenied("this key belongs to another game")
-            if scope not in key.scopes:
+            if scope is not None and scope not in key.scopes:
                 raise exceptions.PermissionDenied(f"this key lacks the '{scope}' scope")
             return True
 
-    HasServerScope.__name__ = f"HasServerScope_{scope}"
+    HasServerScope.__name__ = f"HasServerScope_{scope or 'any'}"
     return HasServerScope
 
 

@@ -8,6 +8,9 @@ from django.db import models
 
 from scores.ids import PLAYER_RE, SLUG_RE  # noqa: F401  (PLAYER_RE: re-exported for older imports)
 
+# The id of the Postgres transaction a row is written in: rows written together share it
+# (anticheat.AuditEntry and seasons.WindowFreeze use it as their column default).
+TXID = models.Func(function="txid_current", output_field=models.BigIntegerField())
 slug_validator = RegexValidator(SLUG_RE, "Use 1-64 characters: a-z, 0-9 and '-', starting with a letter or digit.")
 
 
@@ -59,7 +62,7 @@ class Board(models.Model):
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]
 
     def __str__(self) -> str:
-        return f"{self.game_id}/{self.slug}"
+        return f"{self.game.slug}/{self.slug}"  # admins select_related("game")
 
 
 class Season(models.Model):
@@ -110,7 +113,7 @@ class Player(models.Model):
         constraints = [models.UniqueConstraint(fields=["game", "external_id"], name="player_unique_id_per_game")]
 
     def __str__(self) -> str:
-        return self.external_id
+        return f"{self.display_name} ({self.external_id})" if self.display_name else self.external_id
 
 
 class ServerKey(models.Model):
@@ -201,7 +204,7 @@ class Result(models.Model):
         indexes = [models.Index(fields=["player", "board"], name="result_player_board")]
 
     def __str__(self) -> str:
-        return f"{self.player_id} on {self.board_id}: {self.score}"
+        return f"{self.player} on {self.board.slug}: {self.score}"
 
 
 class PlayerValue(models.Model):
@@ -240,7 +243,7 @@ class PlayerValue(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.player_id} on {self.board_id} {self.window}: {self.value}"
+        return f"{self.player} on {self.board.slug} {self.window}: {self.value}"
 
 
 class BoardOutbox(models.Model):

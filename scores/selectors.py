@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -362,3 +363,54 @@ def durable_standings(
     standings = {pk: (enc, pos, better) for pk, enc, _, _, _, pos, better in rows}
     found = {pk: Profile(ext, name, _json(meta), enc) for pk, enc, ext, name, meta, _, _ in rows}
     return standings, found
+
+
+# --- game description (GET /api/v1/games, /api/v1/games/{game}) ----------------------------
+
+
+@dataclass(frozen=True)
+class GameDescription:
+    game: Game
+    boards: list[Board]
+    seasons: list[Season]
+    regions: list[Region]
+
+
+def games_list() -> list[Game]:
+    return list(Game.objects.order_by("slug"))
+
+
+def game_describe(*, slug: str) -> GameDescription | None:
+    """A game with its boards (in configuration order), seasons (by start) and regions."""
+    game = Game.objects.filter(slug=slug).first()
+    if game is None:
+        return None
+    return GameDescription(
+        game=game,
+        boards=list(Board.objects.filter(game=game).order_by("id")),
+        seasons=list(Season.objects.filter(game=game).order_by("starts_at", "slug")),
+        regions=list(Region.objects.filter(game=game).order_by("slug")),
+    )
+
+
+def window_rows(board: BoardConfig, window: str, *, chunk: int = 5000) -> Iterator[tuple]:
+    """Every value of a board window in the contract's order, streamed from a server-side cursor:
+    (position, rank as displayed, player id, display name, value, reached_at)."""
+    rank = (
+        f"RANK() OVER (ORDER BY pv.encoded >> {encoding.TIME_BITS} DESC)"
+        if board.rank_display == "shared"
+        else "ROW_NUMBER() OVER w"
+    )
+    with connection.chunked_cursor() as cur:
+        cur.execute(
+            f"""
+            SELECT ROW_NUMBER() OVER w, {rank}, p.external_id, p.display_name, pv.value, pv.reached_at
+            FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+            WHERE pv.board_id = %s AND pv."window" = %s
+            WINDOW w AS (ORDER BY {_ORDER})
+            ORDER BY {_ORDER}
+            """,
+            [board.id, window],
+        )
+        while rows := cur.fetchmany(chunk):
+            yield from rows

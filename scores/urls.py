@@ -3,6 +3,8 @@ from django.urls import path
 from scores import api
 
 urlpatterns = [
+    path("games", api.GamesApi.as_view(), name="games-list"),
+    path("games/<str:game>", api.GameApi.as_view(), name="games-describe"),
     path("games/<str:game>/matches", api.MatchSubmitApi.as_view(), name="matches-submit"),
     path("games/<str:game>/matches/batch", api.MatchBatchApi.as_view(), name="matches-batch"),
     # match ids may hold any printable character, "/" included

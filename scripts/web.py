@@ -9,7 +9,9 @@ Topology "nginx" (the default when nginx is found):
     client -> nginx :PORT  --/ws/...-->  uvicorn, 1 worker (leaderboard_project.asgi: Channels)
                            --the rest->  gunicorn, N sync workers (leaderboard_project.wsgi)
 
-over unix sockets in a private temporary directory. Django's ASGI handler costs ~4.5x a WSGI
+over unix sockets in a private temporary directory. Every server process writes its /metrics
+values into a fresh directory there (PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess
+mode), so a scrape answered by any worker sums them all. Django's ASGI handler costs ~4.5x a WSGI
 worker per plain request on this kind of machine (docs/BENCHMARKS.md, "What each change
 bought"); websockets need ASGI, the HTTP API does not. nginx buffers slow clients, so sync
 workers are never held by one, and it sets X-Forwarded-For to the client's address: the
@@ -156,7 +158,8 @@ def commands(topology: str, port: int, workers: int, run_dir: Path, nginx: str |
         (
             "gunicorn",
             [str(bin_ / "gunicorn"), "leaderboard_project.wsgi:application", "-k", "sync", "-w", str(workers),
-             "--bind", f"unix:{run_dir}/wsgi.sock", "--log-level", "warning", "--umask", "0o077"],
+             "--bind", f"unix:{run_dir}/wsgi.sock", "--log-level", "warning", "--umask", "0o077",
+             "-c", "python:leaderboard_project.gunicorn_conf"],
         ),
         (
             "uvicorn",
@@ -205,7 +208,9 @@ def _wait_for_sockets(paths: list[Path], procs: list[subprocess.Popen[bytes]], t
 def serve(port: int, workers: int, topology: str | None = None) -> int:
     chosen, nginx = choose_topology(topology)
     run_dir = Path(tempfile.mkdtemp(prefix=f"leaderboard-web-{port}-"))
-    env = {**os.environ, "NUM_PROXIES": "1" if chosen == "nginx" else "0"}
+    metrics_dir = run_dir / "metrics"
+    metrics_dir.mkdir()
+    env = {**os.environ, "NUM_PROXIES": "1" if chosen == "nginx" else "0", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.http.response import HttpResponseBase
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from boards.api import ErrorBodySerializer, _board, _query
+from boards.api import ErrorBodySerializer, _board, _query, _window
 from leaderboard_project.errors import NotFound
 from scores import windows
-from seasons.selectors import latest_freeze, standings_page
+from scores.auth import ServerKeyAuthentication, server_key_permission
+from seasons.export import csv_response
+from seasons.selectors import freeze_of, latest_freeze, standings_page
 
 
 class StandingsQuerySerializer(serializers.Serializer):
@@ -79,3 +83,45 @@ class StandingsApi(APIView):
             }
         ).data
         return Response(body)
+
+
+class ExportQuerySerializer(serializers.Serializer):
+    window = serializers.CharField(default="all")
+    region = serializers.CharField(required=False)
+    version = serializers.IntegerField(min_value=1, required=False)
+
+
+class WindowExportApi(APIView):
+    """A board window as CSV: a frozen window's standings (latest version, or ?version=N), else
+    the window's current values, in the contract's order."""
+
+    authentication_classes = [ServerKeyAuthentication]
+    permission_classes = [server_key_permission(None)]  # any key of the game: its own servers read it
+
+    @extend_schema(
+        operation_id="boards_export",
+        parameters=[
+            OpenApiParameter("window", str, description="current (daily, ...) or explicit (weekly:2026-W48)"),
+            OpenApiParameter("version", int, description="a frozen version (default: the latest)"),
+            OpenApiParameter("region", str),
+        ],
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="game,board,window,version,rank,position,player,display_name,score,reached_at",
+            ),
+            400: ErrorBodySerializer,
+            401: ErrorBodySerializer,
+            403: ErrorBodySerializer,
+            404: OpenApiResponse(ErrorBodySerializer, description="unknown game, board, window or version"),
+        },
+        summary="A board window as CSV (frozen standings, or the current values) for a game's servers",
+    )
+    def get(self, request: Request, game: str, board: str) -> HttpResponseBase:
+        cfg = _board(game, board)
+        q = _query(ExportQuerySerializer, request)
+        window = _window(cfg, q["window"], q.get("region"))
+        freeze = freeze_of(cfg.id, window, q.get("version"))
+        if q.get("version") and freeze is None:
+            raise NotFound(f"{window} has no frozen version {q['version']}", code="unknown_version")
+        return csv_response(cfg, window, freeze)

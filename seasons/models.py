@@ -3,7 +3,7 @@ Postgres when the window closes, kept in versions (a void after the freeze makes
 
 from django.db import models
 
-from scores.models import Board, Player
+from scores.models import TXID, Board, Player
 
 
 class WindowClose(models.Model):
@@ -35,6 +35,9 @@ class WindowFreeze(models.Model):
     frozen_at = models.DateTimeField(auto_now_add=True)
     reason = models.CharField(max_length=300)
     entries = models.PositiveIntegerField(default=0)
+    # the Postgres transaction that froze it: a re-freeze shares it with the void's audit entries
+    # (anticheat.AuditEntry.xact), which say why this version exists
+    xact = models.BigIntegerField(db_default=TXID, null=True, editable=False, db_index=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["board", "window", "version"], name="windowfreeze_unique")]

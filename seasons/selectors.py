@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 
-from seasons.models import Standing, WindowFreeze
+from seasons.models import Standing, StandingChange, WindowFreeze
 
 
 def frozen_windows(pairs: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
@@ -37,3 +40,71 @@ def standings_page(freeze: WindowFreeze, offset: int, limit: int) -> list[Standi
         .select_related("player")
         .order_by("position")
     )
+
+
+def freeze_of(board_id: int, window: str, version: int | None = None) -> WindowFreeze | None:
+    """A window's frozen standings: the given version, or the latest."""
+    if version is None:
+        return latest_freeze(board_id, window)
+    return WindowFreeze.objects.filter(board_id=board_id, window=window, version=version).first()
+
+
+def standings_rows(freeze: WindowFreeze, *, chunk: int = 5000) -> Iterator[tuple]:
+    """A frozen version's standings in order: (position, rank, player id, display name, value, reached_at)."""
+    return (
+        Standing.objects.filter(freeze=freeze)
+        .order_by("position")
+        .values_list("position", "rank", "player__external_id", "player__display_name", "value", "reached_at")
+        .iterator(chunk)
+    )
+
+
+@dataclass(frozen=True)
+class Move:
+    """A player whose frozen standing differs between a version and the one before it."""
+
+    player_id: int
+    player: str
+    display_name: str
+    old_position: int | None  # None: not in the earlier version
+    new_position: int | None  # None: gone from this version (their results were voided)
+    old_rank: int | None
+    new_rank: int | None
+    old_value: int | None
+    new_value: int | None
+
+
+def freeze_moves(freeze: WindowFreeze, *, limit: int = 200) -> tuple[int, list[Move]]:
+    """How many players moved since the previous version, and the first `limit` of them: those
+    whose own value changed first, then by position."""
+    previous = (
+        WindowFreeze.objects.filter(board_id=freeze.board_id, window=freeze.window, version__lt=freeze.version)
+        .order_by("-version")
+        .first()
+    )
+    changes = StandingChange.objects.filter(freeze=freeze)
+    count = changes.count()
+    if previous is None or not count:
+        return count, []
+    picked = list(
+        changes.select_related("player")
+        .annotate(value_changed=Q(old_value__isnull=True) | Q(new_value__isnull=True) | ~Q(old_value=F("new_value")))
+        .order_by("-value_changed", Coalesce("new_rank", "old_rank"), "player_id")[:limit]
+    )
+    players = [c.player_id for c in picked]
+    new = dict(Standing.objects.filter(freeze=freeze, player_id__in=players).values_list("player_id", "position"))
+    old = dict(Standing.objects.filter(freeze=previous, player_id__in=players).values_list("player_id", "position"))
+    return count, [
+        Move(
+            c.player_id,
+            c.player.external_id,
+            c.player.display_name,
+            old.get(c.player_id),
+            new.get(c.player_id),
+            c.old_rank,
+            c.new_rank,
+            c.old_value,
+            c.new_value,
+        )
+        for c in picked
+    ]

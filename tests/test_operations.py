@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from django.test import Client
 
 
 def test_healthz_ok(transactional_db) -> None:
     response = Client().get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"postgres": "ok", "redis": "ok"}
+    body = response.json()
+    assert body["postgres"] == "ok" and body["redis"] == "ok"  # the rest: tests/monitoring/test_health.py
 
 
 def test_schema_describes_the_ingest_endpoints(transactional_db) -> None:
@@ -22,6 +26,20 @@ def test_schema_describes_the_ingest_endpoints(transactional_db) -> None:
 def test_docs_page_renders(transactional_db) -> None:
     response = Client().get("/api/docs/")
     assert response.status_code == 200 and b"swagger" in response.content.lower()
+
+
+@pytest.mark.parametrize("page", ["/api/docs/", "/api/redoc/"])
+def test_docs_pages_load_only_local_assets(transactional_db, page: str) -> None:
+    """Swagger UI and ReDoc come from drf-spectacular-sidecar's static files, not a CDN: every
+    script, stylesheet and icon the page names is on this server and is served."""
+    client = Client()
+    html = client.get(page).content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert assets, html
+    assert not [a for a in assets if "//" in a], f"{page} loads from elsewhere: {assets}"
+    for asset in assets:
+        response = client.get(asset)
+        assert response.status_code == 200, asset
 
 
 def test_unknown_path_uses_the_error_body(transactional_db) -> None:

@@ -15,13 +15,17 @@ PERMISSIONS = [
 ]
 
 
-def create_group(apps, schema_editor):
+def permissions_ensure(apps):
     # Permissions are normally created after all migrations ran; make sure they exist now.
     for app_config in apps.get_app_configs():
         original = getattr(app_config, "models_module", None)
         app_config.models_module = original or True
         create_permissions(app_config, apps=apps, verbosity=0)
         app_config.models_module = original
+
+
+def create_group(apps, schema_editor):
+    permissions_ensure(apps)
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     group, _ = Group.objects.get_or_create(name="moderators")

@@ -94,7 +94,7 @@ class Projector:
         own_at = partitions_at = report_at = now
         result_partitions_ensure()
         self._own()
-        log.info("projector: owns partitions %s of %s", _ranges(self._owned), _ranges(self.wanted))
+        log.info("projector: owns partitions %s of %s", ranges(self._owned), ranges(self.wanted))
         while not self.stopping.is_set():
             now = time.monotonic()
             if now >= own_at + OWN_RETRY_SECONDS:
@@ -103,7 +103,7 @@ class Projector:
                     before = list(self._owned)
                     self._own()
                     if self._owned != before:
-                        log.info("projector: now owns partitions %s", _ranges(self._owned))
+                        log.info("projector: now owns partitions %s", ranges(self._owned))
             if now >= partitions_at + PARTITIONS_EVERY_SECONDS:
                 partitions_at = now
                 result_partitions_ensure()
@@ -185,7 +185,18 @@ class Projector:
         )
 
 
-def _ranges(parts: Sequence[int]) -> str:
+def owned_partitions() -> set[int]:
+    """The partitions some running projector owns now, as Postgres sees their ownership locks
+    (a projector that died, or lost its connection, owns nothing)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objsubid = 2 AND granted",
+            [OWN],
+        )
+        return {int(p) for (p,) in cur.fetchall()}
+
+
+def ranges(parts: Sequence[int]) -> str:
     """[0, 1, 2, 5] -> "0-2,5"."""
     out, start, prev = [], None, None
     for p in sorted(parts):

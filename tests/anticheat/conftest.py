@@ -50,3 +50,29 @@ def top(board: str, window: str = "all") -> list[tuple[str, int]]:
 
 def drain() -> None:
     outbox_drain(grace_seconds=0)
+
+
+@pytest.fixture
+def moderators_group(transactional_db) -> None:
+    moderators_group_create()
+
+
+@pytest.fixture
+def moderator(moderators_group):  # noqa: ANN201
+    """A staff user in the moderators group."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user("mo", password="pw", is_staff=True)
+    user.groups.add(Group.objects.get(name="moderators"))
+    return user
+
+
+def moderators_group_create() -> None:
+    """The `moderators` group as the data migrations make it (transactional tests empty the
+    tables the migrations filled)."""
+    import importlib
+
+    from django.apps import apps
+
+    importlib.import_module("anticheat.migrations.0002_moderators_group").create_group(apps, None)
+    importlib.import_module("anticheat.migrations.0007_moderators_see_frozen_standings").grant(apps, None)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
@@ -22,18 +20,8 @@ def login(user: User) -> Client:
 
 
 @pytest.fixture(autouse=True)
-def moderators_group(transactional_db) -> None:
-    """The data migration's group (transactional tests empty the tables it filled)."""
-    from django.apps import apps
-
-    importlib.import_module("anticheat.migrations.0002_moderators_group").create_group(apps, None)
-
-
-@pytest.fixture
-def moderator(transactional_db) -> User:
-    user = User.objects.create_user("mo", password="pw", is_staff=True)
-    user.groups.add(Group.objects.get(name="moderators"))
-    return user
+def _group(moderators_group) -> None:
+    """Every test here has the data migrations' moderators group."""
 
 
 @pytest.fixture
@@ -52,6 +40,8 @@ def test_the_group_has_exactly_the_moderation_permissions(transactional_db) -> N
         "anticheat.view_reviewmatch",
         "anticheat.moderate_match",
         "anticheat.view_auditentry",
+        "seasons.view_windowfreeze",
+        "seasons.view_windowclose",
     }
 
 
@@ -72,13 +62,14 @@ def test_moderator_approves_from_the_queue(moderator, held) -> None:
     assert AuditEntry.objects.get(action="approve").actor_user == moderator
 
 
-def test_void_asks_for_a_reason_first(moderator, held) -> None:
+def test_void_previews_and_asks_for_a_reason_first(moderator, held) -> None:
     client = login(moderator)
-    form = client.post(QUEUE, {"action": "void", "_selected_action": [held.pk]})
+    form = client.post(QUEUE, {"action": "void", "_selected_action": [held.pk]}, follow=True)
     assert form.status_code == 200 and b"reason" in form.content
     assert Match.objects.get(pk=held.pk).status == "held"
+    token = form.context["preview"].token
     done = client.post(
-        QUEUE, {"action": "void", "_selected_action": [held.pk], "apply": "1", "reason": "impossible"}, follow=True
+        form.redirect_chain[-1][0], {"confirm": "1", "token": token, "reason": "impossible"}, follow=True
     )
     assert done.status_code == 200
     assert Match.objects.get(pk=held.pk).status == "voided"
@@ -88,17 +79,18 @@ def test_void_asks_for_a_reason_first(moderator, held) -> None:
 def test_bulk_void_form_by_player(moderator, gs, arena) -> None:
     submit(gs, "m1", [{"player": "z", "board": "free", "score": 10}])
     submit(gs, "m2", [{"player": "z", "board": "free", "score": 20}], at="2026-11-28T13:00:00Z")
-    response = login(moderator).post(
-        QUEUE + "bulk-void/",
-        {
-            "game": arena.pk,
-            "player": "z",
-            "since": "2026-11-28 00:00",
-            "until": "2026-11-29 00:00",
-            "reason": "account sold",
-        },
-    )
-    assert response.status_code == 200
+    form = {
+        "game": arena.pk,
+        "player": "z",
+        "since": "2026-11-28 00:00",
+        "until": "2026-11-29 00:00",
+        "reason": "account sold",
+    }
+    client = login(moderator)
+    preview = client.post(QUEUE + "bulk-void/", {**form, "preview": "1"})
+    assert preview.status_code == 200 and set(Match.objects.values_list("status", flat=True)) == {"accepted"}
+    response = client.post(QUEUE + "bulk-void/", {**form, "confirm": "1", "token": preview.context["preview"].token})
+    assert response.status_code == 302
     assert set(Match.objects.values_list("status", flat=True)) == {"voided"}
     assert top("free") == []
 

@@ -78,3 +78,47 @@ def test_void_hold_approve_match_the_reference(arena, gs, sent, ops) -> None:
             got = selectors.board_range(cached_board("arena", board.slug), window, 0, 50)
             assert [e.external_id for e in got] == want, (board.slug, window)
             assert get_redis().zcard(keys.board_key(board.id, window)) == len(want)
+
+
+def _ref(bodies: list[dict], voided: set[str]) -> Reference:
+    ref = Reference({b.slug: b for b in BOARDS}, "UTC", [SEASON])
+    for body in bodies:
+        if body["match_id"] not in voided:
+            ref.submit(body)
+    return ref
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sent=matches, pick=st.integers(0, 7))
+def test_a_void_preview_matches_the_reference_before_and_after_and_the_confirm_agrees(arena, gs, sent, pick) -> None:
+    from anticheat.previews import void_confirm, void_preview
+
+    reset_results()
+    bodies = [{"match_id": f"m{i}", "ended_at": at, "results": results} for i, (at, results) in enumerate(sent)]
+    for body in bodies:
+        assert gs.post(f"{URL}/matches", body).status_code == 201
+    target = bodies[pick % len(bodies)]["match_id"]
+    match = Match.objects.get(match_id=target)
+
+    def apply(reason: str) -> list[int]:
+        return matches_void(game=arena, match_pks=[match.pk], reason=reason, actor=Actor("property test"))
+
+    preview = void_preview(game=arena, apply=apply)
+    before, after = _ref(bodies, set()), _ref(bodies, {target})
+    for c in preview.changes:
+        for ref, seen in ((before, c.before), (after, c.after)):
+            order = ref.order(c.board, c.window)
+            assert seen.rank == (order.index(c.player) + 1 if c.player in order else None), (c, order)
+            assert seen.total == len(order)
+            value = ref.values.get((c.board, c.window, c.player))
+            assert seen.value == (value.value if value else None)
+    # every value the void changes is in the preview (the checks above say with which numbers)
+    shown = {(c.board, c.window, c.player) for c in preview.changes}
+    old, new = ({k: v.value for k, v in ref.values.items()} for ref in (before, after))
+    assert {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)} <= shown
+    assert void_confirm(game=arena, apply=apply, reason="confirmed", token=preview.token) == [match.pk]
+    stored = {
+        (pv.board.slug, pv.window, pv.player.external_id): pv.value
+        for pv in PlayerValue.objects.select_related("board", "player").filter(board__slug__in=["free", "freesum"])
+    }
+    assert stored == {k: v.value for k, v in after.values.items()}

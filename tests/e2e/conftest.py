@@ -104,7 +104,12 @@ def web(transactional_db) -> Iterator[WebServer]:
         server.stop()
 
 
-def _chrome(width: int, height: int, javascript: bool = True, mobile: bool = False):
+# Every request to another host goes to a closed local port: the page must do without internet
+# (Chromium sends loopback addresses directly, past the proxy).
+NO_INTERNET = ("--proxy-server=http://127.0.0.1:9",)
+
+
+def _chrome(width: int, height: int, javascript: bool = True, mobile: bool = False, offline: bool = False):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -120,6 +125,7 @@ def _chrome(width: int, height: int, javascript: bool = True, mobile: bool = Fal
         "--disable-dev-shm-usage",
         "--disable-gpu",
         f"--window-size={width},{height}",
+        *(NO_INTERNET if offline else ()),
     ):
         options.add_argument(arg)
     if mobile:  # a desktop window cannot be narrower than 500 px: emulate the phone's screen
@@ -134,6 +140,17 @@ def _chrome(width: int, height: int, javascript: bool = True, mobile: bool = Fal
 @pytest.fixture
 def browser() -> Iterator:
     driver = _chrome(1280, 900)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def offline_browser() -> Iterator:
+    """A desktop window that cannot reach anything but this machine."""
+    driver = _chrome(1280, 900, offline=True)
     driver.set_page_load_timeout(30)
     try:
         yield driver

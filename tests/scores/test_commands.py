@@ -142,3 +142,39 @@ def test_create_server_key_with_scopes_and_errors(game) -> None:
         call_command("create_server_key", "nope", "x", stdout=StringIO())
     with pytest.raises(CommandError):
         call_command("create_server_key", "chess", "x", "--scopes", "admin", stdout=StringIO())
+
+
+@pytest.mark.parametrize("scopes", [["submit,moderate"], ["submit", "moderate"], ["submit,", "moderate"]])
+def test_create_server_key_scopes_by_commas_or_spaces(game, scopes: list[str]) -> None:
+    out = StringIO()
+    call_command("create_server_key", "chess", "mod", "--scopes", *scopes, stdout=out)
+    assert ServerKey.objects.get(key_id=json.loads(out.getvalue())["key_id"]).scopes == ["moderate", "submit"]
+
+
+def test_make_manage_prints_only_the_commands_output(game) -> None:
+    """`make manage ... | jq` works: make does not echo its command line, and the environment
+    lookup and the virtualenv check write to stderr, so stdout is exactly the key's JSON."""
+    import os
+    import subprocess
+
+    from django.conf import settings
+    from django.db import connection
+
+    s = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}",
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    args = "ARGS=create_server_key chess piped --scopes submit moderate"
+    done = subprocess.run(
+        ["make", "--no-print-directory", "manage", args],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    printed = json.loads(done.stdout)
+    assert set(printed) == {"key_id", "secret"}
+    assert ServerKey.objects.get(key_id=printed["key_id"]).scopes == ["moderate", "submit"]

@@ -1,0 +1,11 @@
+"""The moderators' admin, one module per page family:
+
+- voiding.py: void (always after a preview of what it changes) and approve, shared by the pages below
+- queue.py: the review queue (held and flagged matches, with context)
+- matches.py: every match (search by player, server key, board, time) and the player page
+  (results per board, current ranks); they extend scores/admin.py's base pages
+- audit.py: the audit log (read-only for everyone), with its targets as columns
+- freezes.py: a frozen window's page (seasons/admin.py) with the audit entries that explain its version
+"""
+
+from anticheat.admin import audit, freezes, matches, queue  # noqa: F401  (each registers its pages)

@@ -1,0 +1,70 @@
+"""/healthz (contract sections 11 and 12): Postgres, Redis, the Celery worker and beat (their
+heartbeats), the ingest lag and the board index, each with a status."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+from django.test import Client
+from django.utils import timezone
+
+from boards import keys
+from boards.redis import get_redis
+from monitoring import heartbeats
+
+
+def _all_running() -> None:
+    heartbeats.worker_beat("celery@test")
+    get_redis().set(keys.heartbeat_beat(), json.dumps({"at": time.time(), "pid": 1}))
+    get_redis().set(keys.built_marker(), timezone.now().isoformat())
+
+
+def test_healthz_reports_every_component(transactional_db) -> None:
+    _all_running()
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert {k: body[k] for k in ("postgres", "redis", "worker", "beat", "ingest_lag", "board_index", "status")} == {
+        "postgres": "ok",
+        "redis": "ok",
+        "worker": "ok",
+        "beat": "ok",
+        "ingest_lag": "ok",
+        "board_index": "ok",
+        "status": "ok",
+    }
+    assert list(body["details"]["worker"]["workers"]) == ["celery@test"]
+    assert body["details"]["ingest_lag"] == {"seconds": 0.0, "pending": 0, "source": "outbox", "limit_seconds": 10.0}
+
+
+def test_a_silent_worker_or_beat_is_stale_and_the_service_degraded_not_down(transactional_db) -> None:
+    _all_running()
+    old = time.time() - heartbeats.STALE_SECONDS - 5
+    get_redis().hset(keys.heartbeat_workers(), "celery@test", json.dumps({"at": old, "pid": 1}))
+    get_redis().delete(keys.heartbeat_beat())
+    response = Client().get("/healthz")
+    body = response.json()
+    assert response.status_code == 200  # the web tier still serves: results are stored
+    assert body["worker"].startswith("stale: last heartbeat") and body["beat"] == "down: no heartbeat yet"
+    assert body["status"] == "degraded"
+
+
+def test_outbox_rows_the_boards_have_not_seen_are_lag(transactional_db) -> None:
+    from scores.models import BoardOutbox
+
+    _all_running()
+    applied, waiting = BoardOutbox.objects.create(entries=[]), BoardOutbox.objects.create(entries=[])
+    BoardOutbox.objects.update(created_at=timezone.now() - timedelta(seconds=25))
+    get_redis().sadd(keys.outbox_applied(), applied.pk)  # the fast path mirrored this one
+    body = Client().get("/healthz").json()
+    assert body["ingest_lag"] == "behind: 25.0 s" or body["ingest_lag"].startswith("behind: 2")
+    assert body["details"]["ingest_lag"]["pending"] == 1 and waiting.pk
+
+
+def test_a_missing_index_marker_reads_as_rebuilding(transactional_db) -> None:
+    _all_running()
+    get_redis().delete(keys.built_marker())
+    body = Client().get("/healthz").json()
+    assert body["board_index"].startswith("rebuilding") and body["status"] == "degraded"

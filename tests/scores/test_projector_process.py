@@ -1,0 +1,137 @@
+"""The projector as the real process `make run` starts (`manage.py projector`), killed with
+SIGKILL in the middle of a batch: every acknowledged result is applied exactly once afterwards,
+totals included, and /healthz says when no projector runs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+
+from boards import selectors
+from boards.services import outbox_drain
+from scores.models import PlayerValue
+from scores.projection import pending_lag
+from scores.selectors import cached_board
+from tests.conftest import SignedClient
+
+REPO = Path(__file__).resolve().parents[2]
+APP_NAME = "leaderboard-projector-under-test"
+BATCHES, PER_BATCH, PLAYERS = 12, 1000, 50
+
+
+def _wait(what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def projector_process(transactional_db, settings) -> Iterator[Callable[[], subprocess.Popen]]:
+    """Starts `manage.py projector` against the test database and Redis (PGAPPNAME names its
+    connections, so the test can see them in pg_stat_activity)."""
+    settings.PROJECTOR_INLINE = False
+    db = settings.DATABASES["default"]
+    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "REDIS_URL": settings.REDIS_URL,
+        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
+        "PROJECTOR_INLINE": "0",
+        "PGAPPNAME": APP_NAME,
+        "SECRET_KEY": settings.SECRET_KEY,
+        "SERVER_KEY_PEPPER": settings.SERVER_KEY_PEPPER,
+    }
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "projector", "--idle-seconds", "0.2"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _projector_writing() -> bool:
+    """A projector backend is inside a transaction that has written (claimed pending rows)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND backend_xid IS NOT NULL",
+            [APP_NAME],
+        )
+        return cur.fetchone()[0] > 0
+
+
+def _healthz_projector() -> str:
+    return Client().get("/healthz").json()["projector"]
+
+
+def test_a_projector_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
+    server: SignedClient, game, projector_process
+) -> None:
+    sent = 0
+    for b in range(BATCHES):
+        matches = [
+            {
+                "match_id": f"b{b}-{i}",
+                "ended_at": "2026-11-29T18:59:58Z",
+                "results": [{"player": f"p{i % PLAYERS}", "board": "points", "score": 1 + (i % 7)}],
+            }
+            for i in range(PER_BATCH)
+        ]
+        response = server.post("/api/v1/games/chess/matches/batch", {"matches": matches})
+        assert response.status_code == 200
+        assert all(r["status"] == "accepted" for r in response.json()["results"])
+        sent += len(matches)
+    expected = {f"p{p}": 0 for p in range(PLAYERS)}
+    for i in range(PER_BATCH):
+        expected[f"p{i % PLAYERS}"] += (1 + (i % 7)) * BATCHES
+    assert pending_lag()[0] > 0
+    assert _healthz_projector().startswith("down: no projector")
+
+    first = projector_process()
+    _wait("the projector to own its partitions", lambda: _healthz_projector() == "ok")
+    _wait("the projector to be inside a batch", _projector_writing)
+    first.send_signal(signal.SIGKILL)  # inside a transaction that has claimed pending rows
+    first.wait(timeout=10)
+    _wait("Postgres to notice the dead projector", lambda: not _projector_writing())
+    assert pending_lag()[0] > 0  # the batch it was in rolled back: its rows wait again
+    _wait("the ownership locks to go", lambda: _healthz_projector().startswith("down"))
+
+    projector_process()
+    _wait("the second projector to apply everything", lambda: pending_lag()[0] == 0, timeout=120)
+    outbox_drain(grace_seconds=0)  # the periodic heal, for a batch killed between commit and Redis
+
+    totals = dict(
+        PlayerValue.objects.filter(board__slug="points", window="all").values_list("player__external_id", "value")
+    )
+    assert totals == expected
+    on_board = {e.external_id: e.value for e in selectors.board_range(cached_board("chess", "points"), "all", 0, 100)}
+    assert on_board == expected
+    assert settings.PROJECTOR_INLINE is False

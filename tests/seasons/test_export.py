@@ -1,0 +1,93 @@
+"""CSV of any board window, current or frozen, from the admin and from the signed API route
+GET /api/v1/games/{game}/boards/{board}/export."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from django.contrib.auth.models import User
+from django.test import Client
+
+from scores.selectors import cached_board
+from seasons import services
+from seasons.export import HEADER
+from tests.boards.conftest import URL, submit
+from tests.conftest import SignedClient
+from tests.factories import server_key
+from tests.scores.test_ingest_api import assert_error
+from tests.seasons.conftest import AFTER_GRACE, DAY
+
+
+def rows(response) -> list[dict[str, str]]:
+    assert response.status_code == 200, getattr(response, "content", b"")
+    assert response["Content-Type"].startswith("text/csv")
+    text = b"".join(response.streaming_content).decode() if response.streaming else response.content.decode()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_a_frozen_window_exports_its_standings_and_a_current_one_its_values(day: SignedClient) -> None:
+    services.windows_close(now=AFTER_GRACE)
+    frozen = rows(day.get(URL + f"/boards/rating/export?window=daily:{DAY}"))
+    assert list(frozen[0]) == HEADER
+    assert [r["player"] for r in frozen][:3] == ["early", "p0", "p1"]  # the tie by time, then by id
+    assert {r["version"] for r in frozen} == {"1"} and [r["position"] for r in frozen] == [str(i) for i in range(1, 11)]
+    live = rows(day.get(URL + "/boards/rating/export?window=all"))
+    assert [r["player"] for r in live] == [r["player"] for r in frozen]
+    assert {r["version"] for r in live} == {"live"} and {r["window"] for r in live} == {"all"}
+
+
+def test_the_export_follows_a_correction_and_keeps_every_version(day: SignedClient) -> None:
+    services.windows_close(now=AFTER_GRACE)
+    board = cached_board("chess", "rating")
+    from scores.models import Match
+
+    match = Match.objects.get(match_id="d2")
+    from anticheat.services import Actor, match_void
+
+    match_void(match=match, reason="bot", actor=Actor.rules("test"))
+    latest = rows(day.get(URL + f"/boards/rating/export?window=daily:{DAY}"))
+    assert latest[0]["player"] == "p0" and {r["version"] for r in latest} == {"2"} and len(latest) == 9
+    first = rows(day.get(URL + f"/boards/rating/export?window=daily:{DAY}&version=1"))
+    assert first[0]["player"] == "early" and len(first) == 10
+    assert_error(day.get(URL + f"/boards/rating/export?window=daily:{DAY}&version=3"), 404)
+    assert board is not None
+
+
+def test_the_export_needs_a_signature_of_the_game(day: SignedClient, game) -> None:
+    assert_error(Client().get(URL + "/boards/rating/export?window=all"), 401)
+    from tests.factories import GameFactory
+
+    other_key, other_secret = server_key(GameFactory(slug="other"))
+    assert_error(SignedClient(other_key.key_id, other_secret).get(URL + "/boards/rating/export?window=all"), 403)
+    moderate_key, secret = server_key(game, scopes=("moderate",))
+    assert rows(SignedClient(moderate_key.key_id, secret).get(URL + "/boards/rating/export?window=all"))
+    assert_error(day.get(URL + "/boards/nope/export?window=all"), 404)
+    assert_error(day.get(URL + "/boards/rating/export?window=hourly"), 404)
+    assert_error(day.get(URL + "/boards/rating/export?window=season:nope"), 404)
+    assert rows(day.get(URL + "/boards/rating/export?window=weekly:1999-W01")) == []  # a window nobody played
+
+
+def test_the_admin_exports_any_window(day: SignedClient) -> None:
+    services.windows_close(now=AFTER_GRACE)
+    User.objects.create_superuser("admin", "a@example.com", "pw")
+    client = Client()
+    client.login(username="admin", password="pw")
+    board = cached_board("chess", "rating")
+    assert client.get("/admin/seasons/windowfreeze/export/").status_code == 200
+    live = rows(client.get("/admin/seasons/windowfreeze/export/", {"board": board.id, "window": "daily"}))
+    assert live == [] or {r["version"] for r in live} == {"live"}  # today's window: nothing played today
+    frozen = rows(client.get("/admin/seasons/windowfreeze/export/", {"board": board.id, "window": f"daily:{DAY}"}))
+    assert len(frozen) == 10 and frozen[0]["version"] == "1"
+    bad = client.get("/admin/seasons/windowfreeze/export/", {"board": board.id, "window": "hourly"})
+    assert bad.status_code == 200 and b"errorlist" in bad.content
+
+
+def test_a_big_window_streams(server: SignedClient, game) -> None:
+    results = [{"player": f"q{i:04d}", "board": "rating", "score": i} for i in range(100)]
+    for n in range(0, 100, 50):
+        submit(server, f"big{n}", results[n : n + 50], at=f"{DAY}T10:00:00Z")
+    response = server.get(URL + "/boards/rating/export?window=all")
+    assert response.streaming
+    got = rows(response)
+    assert [r["player"] for r in got] == [f"q{i:04d}" for i in range(99, -1, -1)]
