@@ -41,6 +41,8 @@ INSTALLED_APPS = [
     "boards",
     "anticheat",
     "seasons",
+    "pages",  # the player web pages (HTML)
+    "demo",  # the demo game make run loads and plays
 ]
 
 MIDDLEWARE = [

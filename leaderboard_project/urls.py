@@ -13,7 +13,7 @@ urlpatterns = [
     path("api/v1/", include("seasons.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("", include("boards.page_urls")),  # the player web pages (HTML)
+    path("", include("pages.urls")),  # the player web pages (HTML)
 ]
 
 

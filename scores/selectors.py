@@ -10,6 +10,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connection
+from django.db.models import QuerySet
+from django.db.models.functions import Lower
 from django.db.models.signals import post_delete, post_save
 
 from scores import encoding, windows
@@ -208,6 +210,33 @@ def player_of_user(user_id: int | None, game_id: int) -> int | None:
 
 def friend_pks(player_pk_: int) -> list[int]:
     return list(Friendship.objects.filter(player_id=player_pk_).values_list("friend_id", flat=True))
+
+
+def player_names(pk: int) -> tuple[str, str]:
+    """(external id, display name) of a player; ("", "") if there is none."""
+    return Player.objects.filter(pk=pk).values_list("external_id", "display_name").first() or ("", "")
+
+
+def player_name_matches(game_id: int, *, q: str) -> QuerySet[Player]:
+    """Players of a game whose display name starts with `q`, any case (index player_name_prefix)."""
+    return (
+        Player.objects.annotate(lname=Lower("display_name"))
+        .filter(game_id=game_id, lname__startswith=q.lower())
+        .order_by()
+    )
+
+
+def player_search(game_id: int, *, q: str, limit: int) -> list[tuple[str, str]]:
+    """(external id, display name) of the player whose id is `q`, then of those whose display
+    name starts with `q` (any case): two index lookups (player_unique_id_per_game,
+    player_name_prefix), at most `limit`."""
+    exact = list(Player.objects.filter(game_id=game_id, external_id=q).values_list("external_id", "display_name"))
+    # No ORDER BY: a pattern-ops index cannot serve one, and sorting every match of a short
+    # prefix would read them all; the first `limit` in index order are sorted here.
+    by_name = player_name_matches(game_id, q=q).values_list("external_id", "display_name")[:limit]
+    seen = {e for e, _ in exact}
+    found = sorted((r for r in by_name if r[0] not in seen), key=lambda r: (r[1].lower(), r[0]))
+    return (exact + found)[:limit]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
-from scores import demo
+from demo import load, names, traffic
 from scores.models import Game
 from scores.services import server_key_create
 
@@ -47,11 +47,11 @@ class Command(BaseCommand):
             return
         key_id, secret, players = setup
         self.say(f"{len(players):,} demo players, server key {key_id}; waiting for {base_url}/healthz")
-        demo.wait_healthy(base_url, stop, self.say)
+        traffic.wait_healthy(base_url, stop, self.say)
         if stop.is_set():
             return
-        self.say(f"posting about {rate:g} matches/s to {base_url}/api/v1/games/{demo.DEMO_SLUG}/matches")
-        stats = demo.traffic_loop(
+        self.say(f"posting about {rate:g} matches/s to {base_url}/api/v1/games/{names.DEMO_SLUG}/matches")
+        stats = traffic.traffic_loop(
             base=base_url,
             key_id=key_id,
             secret=secret,
@@ -72,10 +72,10 @@ class Command(BaseCommand):
         last_said = 0.0
         while not stop.is_set():
             try:
-                game = Game.objects.filter(slug=demo.DEMO_SLUG, players__isnull=False).first()
+                game = Game.objects.filter(slug=names.DEMO_SLUG, players__isnull=False).first()
                 if game is not None:
-                    key, secret = server_key_create(game=game, name=demo.KEY_NAME, scopes=("submit",))
-                    players = demo.demo_players()
+                    key, secret = server_key_create(game=game, name=names.KEY_NAME, scopes=("submit",))
+                    players = load.demo_players()
                     connection.close()  # from here on only HTTP
                     return key.key_id, secret, players
                 problem = "no demo players yet (run `manage.py demo_load`)"

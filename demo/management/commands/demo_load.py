@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boards.redis import REDIS_DOWN
-from scores import demo
+from demo import load as demo
 
 
 class Command(BaseCommand):
