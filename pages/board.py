@@ -10,12 +10,15 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import HttpRequest
+from django.urls import reverse
 
 from boards import histogram, selectors
 from pages.chart import Chart, chart_build
+from pages.periods import Reset, reset_of, window_dates, window_label
+from pages.where import Where, past_windows
 from scores import windows
 from scores.models import Game
-from scores.selectors import BoardConfig, player_names, player_search
+from scores.selectors import BoardConfig, GameConfig, player_names, player_search
 from seasons import selectors as frozen
 from seasons.models import WindowFreeze
 
@@ -26,17 +29,6 @@ PUBLIC_DEPTH = 10_000 + 100
 MAX_PAGE = PUBLIC_DEPTH // PAGE_SIZE
 AROUND = 2
 SEARCH_LIMIT = 20
-PAST_LOOKBACK = 14  # earlier windows of each kind offered in the picker
-
-WINDOW_LABELS = {
-    "all": "All time",
-    "daily": "Today",
-    "weekly": "This week",
-    "monthly": "This month",
-    "season": "Season",
-    "last7d": "Last 7 days",
-    "last30d": "Last 30 days",
-}
 
 
 @dataclass(frozen=True)
@@ -61,89 +53,37 @@ class Card:
     total: int
     around: list[Row]
     hidden: bool = False  # ranked deeper than the public pages, and not the viewer's to see
+    position: int | None = None  # 0-based place in the board's order (which page holds it)
+
+    @property
+    def page(self) -> int | None:
+        """The board page that lists this player, if it is within the pages' depth."""
+        if self.position is None or self.position >= PUBLIC_DEPTH:
+            return None
+        return self.position // PAGE_SIZE + 1
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result with the player's standing in the page's window."""
+
+    player: str
+    display_name: str
+    rank: int | None
+    score: int | None
+    hidden: bool  # ranked deeper than the public pages, and not the viewer's to see
+
+
+@dataclass(frozen=True)
+class Search:
+    q: str
+    hits: list[Hit]
+    count: int  # players matching, counted up to a cap
+    more: bool  # more than `count` match
 
 
 def _row(e: selectors.Entry, me_pk: int | None) -> Row:
     return Row(e.rank, e.external_id, e.display_name, e.value, me=e.player_id == me_pk)
-
-
-# --- which window ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Where:
-    """Which board window a page (or a fragment of it) shows, from its `?window=` and `?region=`."""
-
-    spec: str  # as asked: "all", "daily", "daily:2026-11-27" (without the region)
-    region: str  # a region's slug, "" for the global board
-    tz: str  # where the board's (or region's) windows roll over
-    window: str  # the explicit window read, with its region prefix: "eu/daily:2026-11-28"
-    current: list[tuple[str, str, str]]  # (kind, label, explicit window) of the current windows
-    is_current: bool
-    freeze: WindowFreeze | None  # frozen standings of an ended window, if any
-
-    def query(self, **extra: str | int) -> str:
-        """The page's own query string (window, region) plus `extra`, for links."""
-        params: dict[str, str | int] = {"window": self.spec}
-        if self.region:
-            params["region"] = self.region
-        return urlencode({**params, **extra})
-
-
-def where_read(request: HttpRequest, cfg: BoardConfig, now: datetime) -> Where | str:
-    """The board window the request asks for, or why there is none (a 404's message)."""
-    region = (request.GET.get("region") or "").strip()[:64]
-    tz = cfg.reset_timezone
-    if region:
-        found = cfg.region(region)
-        if found is None:
-            return f"Board {cfg.slug!r} has no region {region!r}."
-        tz = found.timezone
-    spec = (request.GET.get("window") or "all").strip()[:64]
-    try:
-        window = windows.resolve(spec, now, tz, cfg.windows, cfg.seasons)
-    except windows.UnknownWindow:
-        return f"This board has no window {spec!r}."
-    if region:
-        window = windows.in_region(region, window)
-    current = _current_windows(cfg, now, tz, region)
-    is_current = window in {w for _, _, w in current}
-    freeze = None if is_current else frozen.latest_freeze(cfg.id, window)
-    return Where(spec, region, tz, window, current, is_current, freeze)
-
-
-def _current_windows(cfg: BoardConfig, now: datetime, tz: str, region: str) -> list[tuple[str, str, str]]:
-    """(kind, label, explicit window) of the board's current windows, in its configured order."""
-    out = []
-    for kind in cfg.windows:
-        try:
-            window = windows.resolve(kind, now, tz, cfg.windows, cfg.seasons)
-        except windows.UnknownWindow:  # "season" between seasons
-            continue
-        out.append((kind, WINDOW_LABELS.get(kind, kind), windows.in_region(region, window) if region else window))
-    return out
-
-
-def _past_windows(cfg: BoardConfig, now: datetime, retention: int, where: Where) -> list[str]:
-    """Earlier windows a visitor can open (without the region prefix: the region is a parameter
-    of its own): those with frozen standings and those whose sorted set is still retained,
-    newest first per kind."""
-    found: set[str] = set()
-    for kind in ("daily", "weekly", "monthly", "season"):
-        if kind in cfg.windows:
-            lookback = min(max(retention, 1), PAST_LOOKBACK)
-            found.update(windows.ended_windows(kind, now, where.tz, cfg.seasons, lookback))
-    found.update(frozen.frozen_window_names(cfg.id, per_kind=PAST_LOOKBACK * 4, region=where.region))
-    out: list[str] = []
-    for kind in ("daily", "weekly", "monthly", "season"):
-        out += sorted((w for w in found if windows.kind_of(w) == kind), reverse=True)
-    return out
-
-
-def window_label(window: str) -> str:
-    kind, _, rest = window.partition(":")
-    names = {"daily": "Day", "weekly": "Week", "monthly": "Month", "season": "Season"}
-    return f"{names.get(kind, kind)} {rest}" if rest else WINDOW_LABELS.get(window, window)
 
 
 def page_number(raw: str | None) -> int:
@@ -177,6 +117,7 @@ def _live_card(cfg: BoardConfig, window: str, pk: int, me_pk: int | None) -> Car
         standing.percentile,
         standing.total,
         [_row(e, me_pk) for e in standing.around],
+        position=me.position,
     )
 
 
@@ -196,6 +137,7 @@ def _frozen_card(freeze: WindowFreeze, pk: int, me_pk: int | None) -> Card:
         percentile,
         total,
         [Row(s.rank, s.player.external_id, s.player.display_name, s.value, me=s.player_id == me_pk) for s in rows],
+        position=mine.position - 1,
     )
 
 
@@ -247,7 +189,9 @@ class BoardPage:
     game: Game
     board: BoardConfig
     where: Where
-    label: str  # "Day 2026-11-28 · EU"
+    label: str  # "Day 2026-11-28 · EU", "Season 1"
+    dates: str  # the window's span in its time zone ("" for all time)
+    reset: Reset | None  # when a current window resets
     regions: list[tuple[str, str, bool]]  # (slug, label, active); empty on boards without regions
     tabs: list[tuple[str, str, bool]]  # (kind, label, active)
     past: list[tuple[str, str, bool]]  # (window, label, active)
@@ -257,11 +201,21 @@ class BoardPage:
     paging: Paging
     card: Card | None
     friends: list[Row] | None
-    q: str
-    results: list[tuple[str, str]] | None
+    search: Search | None
     focus: Card | None
     chart: Chart | None
     ws_path: str
+    me_url: str  # the signed-in player's own page
+    focus_url: str  # the searched player's page, when the viewer may open it
+    first_frozen_at: datetime | None  # a corrected (re-frozen) window's first freeze
+
+    @property
+    def q(self) -> str:
+        return self.search.q if self.search else ""
+
+    @property
+    def score_head(self) -> str:
+        return "Time" if self.board.format == "duration_ms" else "Score"
 
     @property
     def here(self) -> str:
@@ -297,8 +251,35 @@ def _focus(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | No
     return focus
 
 
+def _search(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | None) -> Search | None:
+    """`?q=`: matching players with their rank and score in this window (hidden, as on the
+    API, for strangers ranked deeper than the public pages)."""
+    q = (request.GET.get("q") or "").strip()[:64]
+    if not q:
+        return None
+    found = player_search(cfg.game_id, q=q, limit=SEARCH_LIMIT)
+    pks = [pk for pk, _, _ in found.players]
+    if where.freeze is not None:
+        standing = {s.player_id: (s.rank, s.value) for s in frozen.standings_of(where.freeze, player_pks=pks)}
+    else:
+        standing = {pk: (e.rank, e.value) for pk, e in selectors.standings_of(cfg, where.window, pks).items()}
+    hits = []
+    for pk, ext, name in found.players:
+        rank, score = standing.get(pk, (None, None))
+        hidden = rank is not None and rank > PUBLIC_DEPTH and not may_read(request, me_pk, pk)
+        hits.append(Hit(ext, name, None if hidden else rank, None if hidden else score, hidden))
+    return Search(q, hits, found.count, found.more)
+
+
 def board_page_read(
-    request: HttpRequest, *, game: Game, cfg: BoardConfig, where: Where, me_pk: int | None, now: datetime
+    request: HttpRequest,
+    *,
+    game: Game,
+    config: GameConfig,
+    cfg: BoardConfig,
+    where: Where,
+    me_pk: int | None,
+    now: datetime,
 ) -> BoardPage:
     page_no = page_number(request.GET.get("page"))
     offset = (page_no - 1) * PAGE_SIZE
@@ -317,21 +298,26 @@ def board_page_read(
         rows = [_row(e, me_pk) for e in top.entries]
 
     card, friends = mine_read(cfg, where, me_pk)
-    q = (request.GET.get("q") or "").strip()[:64]
-    results = player_search(cfg.game_id, q=q, limit=SEARCH_LIMIT) if q else None
+    search = _search(request, cfg, where, me_pk)
     focus = _focus(request, cfg, where, me_pk, total)
 
     chart = None
     if freeze is None:
         marker = card.score if card and card.score is not None else (focus.score if focus else None)
-        chart = chart_build(histogram.histogram_read(cfg, where.window), marker, cfg.order)
+        if page_no == 1:
+            best = rows[0].score if rows else None
+        else:
+            first = selectors.board_top(cfg, where.window, 0, 1).entries
+            best = first[0].value if first else None
+        hist = histogram.histogram_read(cfg, where.window)
+        chart = chart_build(hist, marker, cfg.order, best=best, fmt=cfg.format)
 
     plain_window = windows.split_region(where.window)[1]
     regions = [("", "Global", not where.region)] + [
         (r.slug, r.slug.upper(), r.slug == where.region) for r in cfg.regions
     ]
     pages = max(1, min(math.ceil(total / PAGE_SIZE), MAX_PAGE))
-    past = _past_windows(cfg, now, game.retention_periods, where)
+    past = past_windows(cfg, now, game.retention_periods, where)
     ws_query = {"window": where.spec if where.is_current else plain_window}
     if where.region:
         ws_query["region"] = where.region
@@ -339,19 +325,41 @@ def board_page_read(
         game=game,
         board=cfg,
         where=where,
-        label=window_label(plain_window) + (f" · {where.region.upper()}" if where.region else ""),
+        label=window_label(plain_window, config.season_names) + (f" · {where.region.upper()}" if where.region else ""),
+        dates=window_dates(plain_window, where.tz, cfg.seasons),
+        reset=reset_of(where.window, where.tz, cfg.seasons, now) if where.is_current else None,
         regions=regions if cfg.regions else [],
-        tabs=[(kind, label, w == where.window) for kind, label, w in where.current],
-        past=[(w, window_label(w), w == plain_window) for w in past],
+        tabs=[(kind, _tab_label(kind, label, w, config), w == where.window) for kind, label, w in where.current],
+        past=[(w, window_label(w, config.season_names), w == plain_window) for w in past],
         rows=rows,
         total=total,
         degraded=degraded,
         paging=Paging(page_no, pages, page_no - 1 if page_no > 1 else None, page_no + 1 if page_no < pages else None),
         card=card,
         friends=friends,
-        q=q,
-        results=results,
+        search=search,
         focus=focus,
         chart=chart,
         ws_path=f"/ws/games/{cfg.game_slug}/boards/{cfg.slug}/?{urlencode(ws_query)}",
+        me_url=_player_url(cfg, card.player) if card else "",
+        focus_url=_player_url(cfg, focus.player)
+        if focus and focus.rank and _focus_readable(request, cfg, me_pk, focus)
+        else "",
+        first_frozen_at=frozen.first_frozen_at(freeze) if freeze is not None and freeze.version > 1 else None,
     )
+
+
+def _tab_label(kind: str, label: str, window: str, config: GameConfig) -> str:
+    """A tab's label: the running season's name on the season tab."""
+    if kind == "season":
+        return window_label(windows.split_region(window)[1], config.season_names)
+    return label
+
+
+def _player_url(cfg: BoardConfig, external_id: str) -> str:
+    return reverse("pages-player", args=[cfg.game_slug, external_id])
+
+
+def _focus_readable(request: HttpRequest, cfg: BoardConfig, me_pk: int | None, focus: Card) -> bool:
+    pk = selectors.player_pk(cfg.game_id, focus.player)
+    return pk is not None and may_read(request, me_pk, pk)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from boards.histogram import Histogram
+from scores.formats import score_format
 
 CHART_BARS = 40
 CHART_W, CHART_H = 600, 150
@@ -18,7 +19,12 @@ class Bar:
     y: float
     w: float
     h: float
-    title: str
+    label: str  # the bar's value range, formatted
+    players: int  # about how many players it holds
+
+    @property
+    def title(self) -> str:
+        return f"{self.label}: about {self.players:,} players"
 
 
 @dataclass(frozen=True)
@@ -36,15 +42,27 @@ class Chart:
     marker_x: float | None = None
     marker_value: int | None = None
     marker_right: bool = False  # the marker's label goes on the line's left
+    best_x: float | None = None  # the live #1's score, when the histogram's range did not reach it
+    best_value: int | None = None
 
 
-def chart_build(hist: Histogram, marker: int | None, order: str) -> Chart | None:
+def chart_build(
+    hist: Histogram, marker: int | None, order: str, *, best: int | None = None, fmt: str = "integer"
+) -> Chart | None:
     """The histogram as SVG bars of equal value width. Stored buckets are quantiles (about
-    equal counts each), so each bucket's count is spread over the bars its range covers."""
+    equal counts each), so each bucket's count is spread over the bars its range covers.
+
+    The histogram is minutes old (refreshed by beat), the board is live: the axis reaches out
+    to the live best score `best` and the viewer's `marker`, so the current #1 and the viewer
+    are never beyond the chart."""
     buckets = [b for b in hist.buckets if b.count]
     if not buckets:
         return None
     lo, hi = buckets[0].min, buckets[-1].max
+    beyond = best is not None and not lo <= best <= hi
+    for reach in (best, marker):
+        if reach is not None:
+            lo, hi = min(lo, reach), max(hi, reach)
     if hi - lo < 10:  # a handful of values: widen the axis so one value is not one wall-to-wall bar
         lo, hi = lo - 5, hi + 5
     span = hi - lo + 1
@@ -76,7 +94,8 @@ def chart_build(hist: Histogram, marker: int | None, order: str) -> Chart | None
                 y=round(CHART_H - h, 1),
                 w=round(max(bar_w - 1, 0.5), 1),
                 h=h,
-                title=f"{value_lo:,}–{max(value_hi, value_lo):,}: about {round(c):,} players",
+                label=f"{score_format(value_lo, fmt)}–{score_format(max(value_hi, value_lo), fmt)}",
+                players=round(c),
             )
         )
     chart = Chart(
@@ -94,4 +113,7 @@ def chart_build(hist: Histogram, marker: int | None, order: str) -> Chart | None
     if marker is not None and lo <= marker <= hi:
         x = round((marker - lo + 0.5) / span * CHART_W, 1)
         chart = Chart(**{**vars(chart), "marker_x": x, "marker_value": marker, "marker_right": x > CHART_W * 0.7})
+    if beyond:
+        x = round((best - lo + 0.5) / span * CHART_W, 1)
+        chart = Chart(**{**vars(chart), "best_x": x, "best_value": best})
     return chart
