@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from boards.selectors import board_size
+from demo.friends import demo_friends_create
 from demo.names import DEMO_CONFIG, DEMO_SLUG, display_name, match_results, player_external_id
 from scores import bulk, encoding
 from scores.accounts import demo_accounts_create, demo_accounts_missing
@@ -46,6 +47,7 @@ class LoadReport:
     values: int = 0
     redis_entries: int = 0
     accounts: int = 0
+    friendships: int = 0  # rows (each friendship is two)
     fk_checks_skipped: bool = False
     phases: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
@@ -121,6 +123,8 @@ def demo_load(
         rebuilt = boards_rebuild(boards=list(config.boards.values()), progress=bar.update)
     report.redis_entries = rebuilt.entries
     phases.done("redis")
+    report.friendships = demo_friends_create(config=config, seed=seed)
+    phases.done("friends")
     report.loaded = True
     report.seconds = time.monotonic() - started
     return report
@@ -224,7 +228,49 @@ def _generate(config: GameConfig, n_players: int, n_matches: int, seed: int, now
             if i % 1000 == 999:
                 bar.update(1000)
         bar.update(len(sizes) % 1000)
+    if n_players >= 2:
+        matches += _login_matches(rng, config, ids, now)
+        matches.sort(key=lambda m: (m.ended_at, m.match_id))
     return _Data(ids, names, created_at, matches)
+
+
+LOGIN_MATCHES_PER_BOARD = 2
+
+
+def _login_matches(rng: random.Random, config: GameConfig, ids: list[str], now: datetime) -> list[_Match]:
+    """A few matches of the demo login (ids[0]) on every board within the last hours, today in
+    the game's time zone where the day allows: its page shows a score in every window."""
+    zone = ZoneInfo(config.game.reset_timezone)
+    local = now.astimezone(zone)
+    midnight = datetime(local.year, local.month, local.day, tzinfo=zone).astimezone(UTC)
+    latest = now - timedelta(seconds=90)
+    earliest = max(midnight + timedelta(seconds=60), now - timedelta(hours=3))
+    if earliest >= latest:  # just after midnight: yesterday's evening it is
+        earliest = latest - timedelta(hours=1)
+    span = (latest - earliest).total_seconds()
+    out = []
+    others = list(range(1, len(ids)))
+    for slug in config.boards:
+        for k in range(LOGIN_MATCHES_PER_BOARD):
+            chosen = [0, *rng.sample(others, min(len(others), rng.randint(1, 5)))]
+            raw: list[dict[str, Any]] = []
+            while not any(r["player"] == ids[0] for r in raw):  # a race's finishers must include the login
+                raw = match_results(rng, [ids[p] for p in chosen], board=slug)
+            ended_at = (earliest + timedelta(seconds=rng.uniform(0, span))).replace(microsecond=0)
+            received_at = ended_at + timedelta(milliseconds=rng.randint(150, 2500))
+            index = {ids[p]: p for p in chosen}
+            results = [
+                (index[r["player"]], r["board"], r["score"], json.dumps(r["metadata"]) if "metadata" in r else None)
+                for r in raw
+            ]
+            m = _Match(f"demo-login-{slug}-{k + 1}", ended_at, received_at, results)
+            m.body_hash = MatchIn(
+                m.match_id,
+                ended_at,
+                tuple(ResultIn(r["player"], r["board"], r["score"], None, r.get("metadata")) for r in raw),
+            ).body_hash()
+            out.append(m)
+    return out
 
 
 # (board_id, window) -> player index -> [value, reached_at, encoded, metadata, updated_at, latest_at]

@@ -55,6 +55,11 @@ def player_external_id(n: int) -> str:
     return f"player-{n:06d}"
 
 
+# The README's demo login: it has scores on every board (today too) and friends right around it
+# on each board, and the live traffic has those friends pass it (demo/traffic.py).
+DEMO_LOGIN = player_external_id(1)
+
+
 # --- how a player plays ------------------------------------------------------------------
 
 
@@ -88,11 +93,11 @@ def _clamp(value: float, low: int, high: int) -> int:
     return min(max(round(value), low), high)
 
 
-def match_results(rng: random.Random, players: Sequence[str]) -> list[dict[str, Any]]:
+def match_results(rng: random.Random, players: Sequence[str], board: str | None = None) -> list[dict[str, Any]]:
     """The results of one match among `players` (2-10 distinct ids): a ranked fight (a rating
     for everyone), a deathmatch (kills for everyone) or a race (a time for each finisher, at
-    least two)."""
-    kind = rng.random()
+    least two); `board` picks the kind."""
+    kind = {"rating": 0.0, "kills": 0.5, "speedrun": 0.9}[board] if board else rng.random()
     if kind < 0.4:
         return [
             {
@@ -161,7 +166,8 @@ def demo_login_hint() -> LoginHint | None:
         anchor="demo-signin",
         title="Demo players",
         detail="Every player of the demo game has an account: the username is the player id "
-        f"({player_external_id(1)} up to the number of demo players) and the password is {DEMO_PASSWORD}.",
-        username=player_external_id(1),
+        f"({player_external_id(1)} up to the number of demo players) and the password is {DEMO_PASSWORD}. "
+        f"{DEMO_LOGIN} has scores on every board and friends right around it who pass it now and then.",
+        username=DEMO_LOGIN,
         password=DEMO_PASSWORD,
     )

@@ -1,5 +1,11 @@
 """Gentle live demo traffic: signed matches posted over real HTTP to a running server, a few
-per second, so the boards move (`manage.py demo_traffic`, started by `make run`)."""
+per second, so the boards move (`manage.py demo_traffic`, started by `make run`).
+
+Every RIVALRY_EVERY seconds one match is a rivalry around the demo login (demo.names.DEMO_LOGIN):
+the traffic reads the login's friends' board (a signed GET, as a game server may) and either has
+the friend just behind it pass it (the login's page shows "... passed you") or, when a friend is
+just ahead, has the login climb back past them. Boards take turns, the rating board every other
+time, so a signed-in demo login sees a pass on its rating board about every half minute."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from urllib.parse import urlsplit
 
 from django.utils import timezone
 
-from demo.names import DEMO_SLUG, demo_match
+from demo.names import DEMO_LOGIN, DEMO_SLUG, demo_match, match_results, rfc3339
 from scores.auth import sign
 
 
@@ -28,6 +34,7 @@ class TrafficStats:
     rejected: int = 0  # refused by the server (4xx, or rejected inside a batch)
     errors: int = 0  # could not reach the server, or 5xx (retried)
     new_players: int = 0
+    rivalries: int = 0  # rivalry matches around the demo login
 
 
 def _post(base: str, path: str, body: bytes, key_id: str, secret: str, timeout: float = 5.0) -> tuple[int, Any]:
@@ -53,6 +60,108 @@ def _post(base: str, path: str, body: bytes, key_id: str, secret: str, timeout: 
         return status, json.loads(raw)
     except ValueError:
         return status, raw.decode(errors="replace")[:200]
+
+
+def _get(base: str, path: str, key_id: str, secret: str, timeout: float = 5.0) -> tuple[int, Any]:
+    """GET a path signed with the server key; (status, parsed JSON or None)."""
+    full_path = urlsplit(base).path.rstrip("/") + path
+    headers = {"X-Key-Id": key_id, "X-Signature": sign(secret, "GET", full_path, b"")}
+    request = urllib.request.Request(base.rstrip("/") + path, method="GET", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except (OSError, ValueError):
+        return 0, None
+
+
+# --- rivalry around the demo login -----------------------------------------------------------
+
+RIVALRY_EVERY = 8.0  # seconds between rivalry matches
+RIVALRY_BOARDS = ("rating", "speedrun", "rating", "kills")  # in turn
+
+
+@dataclass(frozen=True)
+class BoardRule:
+    """What a rivalry needs to know of a board (its configuration, read once at start)."""
+
+    order: str
+    mode: str
+    min_score: int
+    max_score: int
+
+
+def passing_score(rule: BoardRule, rng: random.Random, mover: int, target: int) -> int | None:
+    """A result that takes a player with value `mover` just past one with value `target` (the
+    amount a total board adds; the new best on a best board), or None if no allowed score can."""
+    if rule.mode == "total":
+        score = max(target - mover + rng.randint(1, 3), rule.min_score, 1)
+    elif rule.order == "desc":
+        score = target + rng.randint(1, 12)
+    else:
+        score = target - rng.randint(100, 1500)
+    return score if rule.min_score <= score <= rule.max_score else None
+
+
+def rivalry_results(
+    rng: random.Random, board: str, rule: BoardRule, entries: list[dict[str, Any]], login: str = DEMO_LOGIN
+) -> list[dict[str, Any]] | None:
+    """The results of a rivalry match on `board`, from the login's friends' board `entries`
+    (contract section 5, in board order): the friend just behind passes the login, or the login
+    passes the friend just ahead of it when that friend passed it last. None: nothing to do."""
+    mine = next((i for i, e in enumerate(entries) if e["player"] == login), None)
+    if mine is None:  # no score in this window yet: the login plays
+        friends = [e["player"] for e in entries][:2]
+        return match_results(rng, [login, *friends], board=board) if friends else None
+    me = entries[mine]
+    above = entries[mine - 1] if mine > 0 else None
+    below = entries[mine + 1] if mine + 1 < len(entries) else None
+    moves = []
+    if above is not None and above.get("passed_login"):
+        moves.append((login, me, above))
+    if below is not None:
+        moves.append((below["player"], below, me))
+    if above is not None:
+        moves.append((login, me, above))
+    for mover, mover_entry, target in moves:
+        score = passing_score(rule, rng, mover_entry["score"], target["score"])
+        if score is not None:
+            return [{"player": mover, "board": board, "score": score}]
+    return None
+
+
+class Rivalry:
+    """Whose turn it is: which board, and on each board whether a friend passed the login last
+    (then the login climbs back next time, so the two alternate)."""
+
+    def __init__(self, rules: dict[str, BoardRule], login: str = DEMO_LOGIN, every: float = RIVALRY_EVERY) -> None:
+        self.rules = {b: r for b, r in rules.items() if b in RIVALRY_BOARDS}
+        self.every = every
+        self.login = login
+        self.turn = 0
+        self.passed: dict[str, bool] = {}
+
+    def body(self, rng: random.Random, read: Callable[[str], list[dict[str, Any]] | None]) -> dict[str, Any] | None:
+        """The next rivalry match body; `read(board)` gives the login's friends' board entries."""
+        boards = [b for b in RIVALRY_BOARDS if b in self.rules]
+        if not boards:
+            return None
+        board = boards[self.turn % len(boards)]
+        self.turn += 1
+        entries = read(board)
+        if entries is None:
+            return None
+        if self.passed.get(board):
+            mine = next((i for i, e in enumerate(entries) if e["player"] == self.login), None)
+            if mine:
+                entries[mine - 1] = {**entries[mine - 1], "passed_login": True}
+        results = rivalry_results(rng, board, self.rules[board], entries, self.login)
+        if not results:
+            return None
+        self.passed[board] = results[0]["player"] != self.login
+        match_id = f"rival-{rng.getrandbits(64):016x}"
+        return {"match_id": match_id, "ended_at": rfc3339(timezone.now()), "results": results}
 
 
 def healthy(base: str, timeout: float = 3.0) -> bool:
@@ -89,6 +198,7 @@ def traffic_loop(
     say: Callable[[str], None],
     rng: random.Random | None = None,
     log_every: float = 10.0,
+    rivalry: Rivalry | None = None,
 ) -> TrafficStats:
     """Post matches at about `rate` per second until `stop` is set. Never raises for the
     server's sake: unreachable or 5xx is logged and the same body retried with backoff
@@ -101,7 +211,22 @@ def traffic_loop(
     next_at = time.monotonic()
     last_log, logged = time.monotonic(), TrafficStats()
     last_refusal_said = -float("inf")
+    next_rivalry = time.monotonic() + 1.0
+
+    def friends_of_login(board: str) -> list[dict[str, Any]] | None:
+        assert rivalry is not None
+        status, answer = _get(
+            base, f"/api/v1/games/{DEMO_SLUG}/boards/{board}/players/{rivalry.login}/friends?window=all", key_id, secret
+        )
+        return answer.get("entries") if status == 200 and isinstance(answer, dict) else None
+
     while not stop.is_set():
+        if pending is None and rivalry is not None and time.monotonic() >= next_rivalry:
+            next_rivalry = time.monotonic() + rivalry.every
+            body = rivalry.body(rng, friends_of_login)
+            if body is not None:
+                pending = (path, json.dumps(body).encode(), 1)
+                stats.rivalries += 1
         if pending is None:
             known = len(players)
             now = timezone.now()

@@ -79,3 +79,19 @@ def tables_analyze() -> None:
     """Fresh planner statistics after a bulk load (outside its transaction)."""
     with connection.cursor() as cur:
         cur.execute("ANALYZE scores_player, scores_match, scores_result, scores_playervalue, scores_friendship")
+
+
+def friendships_copy(*, pairs: Iterable[tuple[int, int]]) -> int:
+    """Mutual friendships from (player pk, friend pk) pairs, each pair once: both directions are
+    written, as scores.Friendship keeps them. Returns the rows written."""
+    count = 0
+
+    def both() -> Iterable[tuple[int, int]]:
+        nonlocal count
+        for a, b in pairs:
+            count += 2
+            yield (a, b)
+            yield (b, a)
+
+    _copy("COPY scores_friendship (player_id, friend_id) FROM STDIN", both())
+    return count

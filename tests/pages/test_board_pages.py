@@ -54,7 +54,13 @@ def test_a_board_page_shows_the_top_in_contract_order_with_window_tabs(ranked, d
         ["5", "Eve", "100"],
     ]
     tabs = re.findall(r'<nav class="tabs".*?</nav>', html, re.S)[0]
-    assert re.findall(r">([^<]+)</a>", tabs) == ["All time", "Today", "This week", "This month", "S1"]  # the season tab names the season
+    assert re.findall(r">([^<]+)</a>", tabs) == [
+        "All time",
+        "Today",
+        "This week",
+        "This month",
+        "S1",
+    ]  # the season tab names the season
     assert "5 ranked players" in text(html)
     assert 'data-ws="/ws/games/chess/boards/rating/?window=all"' in html
     assert "Sign in" in html and "Your rank" not in html

@@ -45,7 +45,7 @@ class Command(BaseCommand):
         setup = self._setup(stop)
         if setup is None:
             return
-        key_id, secret, players = setup
+        key_id, secret, players, rules = setup
         self.say(f"{len(players):,} demo players, server key {key_id}; waiting for {base_url}/healthz")
         traffic.wait_healthy(base_url, stop, self.say)
         if stop.is_set():
@@ -60,13 +60,14 @@ class Command(BaseCommand):
             stop=stop,
             say=self.say,
             rng=random.Random(seed),
+            rivalry=traffic.Rivalry(rules),
         )
         self.say(
             f"stopped: {stats.sent:,} matches sent ({stats.accepted:,} accepted, {stats.rejected:,} rejected, "
             f"{stats.errors:,} errors)"
         )
 
-    def _setup(self, stop: threading.Event) -> tuple[str, str, list[str]] | None:
+    def _setup(self, stop: threading.Event) -> tuple[str, str, list[str], dict[str, traffic.BoardRule]] | None:
         """Wait for the demo game's players (demo_load may still be running), then make a
         server key: its secret is shown once, so each run makes its own."""
         last_said = 0.0
@@ -76,8 +77,11 @@ class Command(BaseCommand):
                 if game is not None:
                     key, secret = server_key_create(game=game, name=names.KEY_NAME, scopes=("submit",))
                     players = load.demo_players()
+                    rules = {
+                        b.slug: traffic.BoardRule(b.order, b.mode, b.min_score, b.max_score) for b in game.boards.all()
+                    }
                     connection.close()  # from here on only HTTP
-                    return key.key_id, secret, players
+                    return key.key_id, secret, players, rules
                 problem = "no demo players yet (run `manage.py demo_load`)"
             except Exception as exc:  # the database may be restarting: keep waiting
                 connection.close()
