@@ -74,7 +74,7 @@ class Reset:
 
 
 def countdown(seconds: float) -> str:
-    """3 d 4 h, 5 h 12 min, 4 min 09 s, 9 s."""
+    """3 d 4 h, 5 h 12 min 30 s, 4 min 09 s, 9 s (static/js/live.js ticks the same)."""
     s = max(0, int(seconds))
     days, s = divmod(s, 86400)
     hours, s = divmod(s, 3600)
@@ -82,7 +82,7 @@ def countdown(seconds: float) -> str:
     if days:
         return f"{days} d {hours} h"
     if hours:
-        return f"{hours} h {minutes:02d} min"
+        return f"{hours} h {minutes:02d} min {s:02d} s"
     if minutes:
         return f"{minutes} min {s:02d} s"
     return f"{s} s"

@@ -252,7 +252,7 @@
       var s = Math.max(0, Math.floor(ms / 1000));
       var d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60), sec = s % 60;
       if (d) return d + " d " + h + " h";
-      if (h) return h + " h " + (m < 10 ? "0" : "") + m + " min";
+      if (h) return h + " h " + (m < 10 ? "0" : "") + m + " min " + (sec < 10 ? "0" : "") + sec + " s";
       if (m) return m + " min " + (sec < 10 ? "0" : "") + sec + " s";
       return sec + " s";
     }

@@ -36,7 +36,7 @@ def test_window_dates_and_the_reset_in_the_boards_time_zone() -> None:
     now = datetime(2026, 11, 28, 18, 47, 30, tzinfo=UTC)
     paris = reset_of("daily:2026-11-28", "Europe/Paris", seasons, now)
     assert paris.at == datetime(2026, 11, 28, 23, 0, tzinfo=UTC)  # local midnight in Paris
-    assert (paris.verb, paris.local, paris.left) == ("Resets", "00:00 Europe/Paris", "4 h 12 min")
+    assert (paris.verb, paris.local, paris.left) == ("Resets", "00:00 Europe/Paris", "4 h 12 min 30 s")
     season = reset_of("season:s1", "UTC", seasons, now)
     assert season.verb == "Ends" and season.left == "64 d 5 h"
     assert reset_of("all", "UTC", seasons, now) is None
