@@ -208,19 +208,7 @@ def _generate(config: GameConfig, n_players: int, n_matches: int, seed: int, now
                 chosen.append(p)
             received_at = ended_at + timedelta(milliseconds=rng.randint(150, 2500))
             raw = match_results(rng, [ids[p] for p in chosen])
-            index = {ids[p]: p for p in chosen}
-            results = []
-            for r in raw:
-                meta = r.get("metadata")
-                results.append(
-                    (index[r["player"]], r["board"], r["score"], json.dumps(meta) if meta is not None else None)
-                )
-            m = _Match(f"demo-{i + 1:06d}", ended_at, received_at, results)
-            m.body_hash = MatchIn(
-                m.match_id,
-                ended_at,
-                tuple(ResultIn(r["player"], r["board"], r["score"], None, r.get("metadata")) for r in raw),
-            ).body_hash()
+            m = _match_of(f"demo-{i + 1:06d}", ended_at, received_at, raw, {ids[p]: p for p in chosen})
             matches.append(m)
             for p in chosen:
                 if created_at[p] is None:
@@ -258,19 +246,24 @@ def _login_matches(rng: random.Random, config: GameConfig, ids: list[str], now: 
                 raw = match_results(rng, [ids[p] for p in chosen], board=slug)
             ended_at = (earliest + timedelta(seconds=rng.uniform(0, span))).replace(microsecond=0)
             received_at = ended_at + timedelta(milliseconds=rng.randint(150, 2500))
-            index = {ids[p]: p for p in chosen}
-            results = [
-                (index[r["player"]], r["board"], r["score"], json.dumps(r["metadata"]) if "metadata" in r else None)
-                for r in raw
-            ]
-            m = _Match(f"demo-login-{slug}-{k + 1}", ended_at, received_at, results)
-            m.body_hash = MatchIn(
-                m.match_id,
-                ended_at,
-                tuple(ResultIn(r["player"], r["board"], r["score"], None, r.get("metadata")) for r in raw),
-            ).body_hash()
-            out.append(m)
+            out.append(_match_of(f"demo-login-{slug}-{k + 1}", ended_at, received_at, raw, {ids[p]: p for p in chosen}))
     return out
+
+
+def _match_of(
+    match_id: str, ended_at: datetime, received_at: datetime, raw: list[dict[str, Any]], index: dict[str, int]
+) -> _Match:
+    """A match to load from the result bodies `raw` (index: player id -> player index), with the
+    body hash a submission of that body would have."""
+    results = []
+    for r in raw:
+        meta = r.get("metadata")
+        results.append((index[r["player"]], r["board"], r["score"], json.dumps(meta) if meta is not None else None))
+    m = _Match(match_id, ended_at, received_at, results)
+    m.body_hash = MatchIn(
+        match_id, ended_at, tuple(ResultIn(r["player"], r["board"], r["score"], None, r.get("metadata")) for r in raw)
+    ).body_hash()
+    return m
 
 
 # (board_id, window) -> player index -> [value, reached_at, encoded, metadata, updated_at, latest_at]

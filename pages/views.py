@@ -24,15 +24,8 @@ from pages.archive import archive_read
 from pages.player import player_page_read
 from pages.where import Where, where_read
 from scores.models import Board, Game
-from scores.selectors import (
-    BoardConfig,
-    cached_board,
-    cached_game,
-    cached_game_config,
-    player_names,
-    player_of_user,
-    player_pk,
-)
+from scores.player_selectors import player_names
+from scores.selectors import BoardConfig, cached_board, cached_game, cached_game_config, player_of_user, player_pk
 
 RANK_CARD_PART = "rank-card"
 
@@ -118,12 +111,19 @@ def player_page(request: HttpRequest, game: str, player: str) -> HttpResponse:
         display_name=display_name,
         is_me=pk == me_pk,
         only_board=only,
-        page=board_read.page_number(request.GET.get("page")),
+        page=_positive(request.GET.get("page")),
         now=timezone.now(),
     )
     response = render(request, "pages/player.html", {"p": page})
     response["Cache-Control"] = "private, no-store"
     return response
+
+
+def _positive(raw: str | None) -> int:
+    try:
+        return min(max(int(raw or 1), 1), 1_000_000)
+    except ValueError:
+        return 1
 
 
 def archive_page(request: HttpRequest, game: str, board: str) -> HttpResponse:

@@ -123,7 +123,7 @@ def test_the_chart_states_its_age_and_reaches_the_live_leader(ranked) -> None:
     submit(ranked, "later", [{"player": "zed", "board": "rating", "score": 9000}], at="2026-11-28T13:00:00Z")
     html = Client().get(BOARD).content.decode()
     age = text(html.split('id="chart-age"', 1)[1].split("</p>", 1)[0])
-    assert "5 players" in age and "as of" in age and "ago" in age and "can trail the live count" in age
+    assert "5 players" in age and "as of" in age and "(just now)" in age and "can trail the live count" in age
     assert "6 ranked players" in text(html)  # the live count, beside the chart's five
     assert 'id="best-marker"' in html and "#1 now" in html
     assert re.search(r'data-hi="9000"', html)

@@ -118,3 +118,25 @@ def test_the_archive_lists_frozen_windows_with_winner_position_and_corrections(r
     assert "Seasons" not in after
     assert Client().get("/games/chess/boards/nope/archive/").status_code == 404
     assert Client().get(ARCHIVE + "?region=eu").status_code == 404
+
+
+def test_the_player_page_and_the_archive_cost_a_fixed_handful_of_queries(
+    server, game, django_assert_max_num_queries
+) -> None:
+    """No query per result, board or window: the same budget for 3 results as for 60."""
+    board = cached_board("chess", "rating")
+    for n, day in ((3, "2026-11-26"), (60, "2026-11-27")):
+        for i in range(n):
+            submit(
+                server, f"q-{day}-{i}", [{"player": "ana", "board": "rating", "score": i}], at=f"{day}T10:{i:02d}:00Z"
+            )
+        seasons.window_freeze(board=board, window=f"daily:{day}", reason="window closed")
+        client = signed_in("ana")
+        client.get(PAGE.format("ana"))  # warm the per-process config cache, as a running process has it
+        # session, user, the viewer's and the page's player, names, result counts, values, one
+        # query of results per board
+        with django_assert_max_num_queries(12):
+            assert client.get(PAGE.format("ana")).status_code == 200
+        # session, user, the viewer's player, the board's freezes, winners, the viewer's positions
+        with django_assert_max_num_queries(7):
+            assert client.get(ARCHIVE).status_code == 200
