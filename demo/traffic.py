@@ -3,7 +3,7 @@ per second, so the boards move (`manage.py demo_traffic`, started by `make run`)
 
 Every RIVALRY_EVERY seconds one match is a rivalry around the demo login (demo.names.DEMO_LOGIN):
 the traffic reads the login's friends' board (a signed GET, as a game server may) and either has
-the friend just behind it pass it (the login's page shows "... passed you") or, when a friend is
+one of the friends just behind it pass it (the login's page shows "... passed you") or, when a friend is
 just ahead, has the login climb back past them. Boards take turns, the rating board every other
 time, so a signed-in demo login sees a pass on its rating board about every half minute."""
 
@@ -94,13 +94,14 @@ class BoardRule:
 
 def passing_score(rule: BoardRule, rng: random.Random, mover: int, target: int) -> int | None:
     """A result that takes a player with value `mover` just past one with value `target` (the
-    amount a total board adds; the new best on a best board), or None if no allowed score can."""
+    amount a total board adds; the new best on a best board), or None if no allowed score can.
+    Steps are small, so hours of rivalry move the login's circle only a little up the board."""
     if rule.mode == "total":
         score = max(target - mover + rng.randint(1, 3), rule.min_score, 1)
     elif rule.order == "desc":
-        score = target + rng.randint(1, 12)
+        score = target + rng.randint(1, 4)
     else:
-        score = target - rng.randint(100, 1500)
+        score = target - rng.randint(20, 300)
     return score if rule.min_score <= score <= rule.max_score else None
 
 
@@ -108,20 +109,22 @@ def rivalry_results(
     rng: random.Random, board: str, rule: BoardRule, entries: list[dict[str, Any]], login: str = DEMO_LOGIN
 ) -> list[dict[str, Any]] | None:
     """The results of a rivalry match on `board`, from the login's friends' board `entries`
-    (contract section 5, in board order): the friend just behind passes the login, or the login
-    passes the friend just ahead of it when that friend passed it last. None: nothing to do."""
+    (contract section 5, in board order): one of the three friends just behind passes the login, or, when an
+    entry ahead is marked `passed_login` (the friend who passed it last), the login climbs back
+    past that friend. None: nothing to do."""
     mine = next((i for i, e in enumerate(entries) if e["player"] == login), None)
     if mine is None:  # no score in this window yet: the login plays
         friends = [e["player"] for e in entries][:2]
         return match_results(rng, [login, *friends], board=board) if friends else None
     me = entries[mine]
     above = entries[mine - 1] if mine > 0 else None
-    below = entries[mine + 1] if mine + 1 < len(entries) else None
+    behind = entries[mine + 1 : mine + 4]  # one of the nearest three behind passes: not always the same friend
+    rng.shuffle(behind)
+    passer = next((e for e in entries[:mine] if e.get("passed_login")), None)
     moves = []
-    if above is not None and above.get("passed_login"):
-        moves.append((login, me, above))
-    if below is not None:
-        moves.append((below["player"], below, me))
+    if passer is not None:
+        moves.append((login, me, passer))
+    moves += [(e["player"], e, me) for e in behind]
     if above is not None:
         moves.append((login, me, above))
     for mover, mover_entry, target in moves:
@@ -132,15 +135,15 @@ def rivalry_results(
 
 
 class Rivalry:
-    """Whose turn it is: which board, and on each board whether a friend passed the login last
-    (then the login climbs back next time, so the two alternate)."""
+    """Whose turn it is: which board, and on each board the friend who passed the login last
+    (then the login climbs back past them next time, so the two alternate)."""
 
     def __init__(self, rules: dict[str, BoardRule], login: str = DEMO_LOGIN, every: float = RIVALRY_EVERY) -> None:
         self.rules = {b: r for b, r in rules.items() if b in RIVALRY_BOARDS}
         self.every = every
         self.login = login
         self.turn = 0
-        self.passed: dict[str, bool] = {}
+        self.passed: dict[str, str] = {}  # board -> the friend who passed the login there last
 
     def body(self, rng: random.Random, read: Callable[[str], list[dict[str, Any]] | None]) -> dict[str, Any] | None:
         """The next rivalry match body; `read(board)` gives the login's friends' board entries."""
@@ -152,14 +155,13 @@ class Rivalry:
         entries = read(board)
         if entries is None:
             return None
-        if self.passed.get(board):
-            mine = next((i for i, e in enumerate(entries) if e["player"] == self.login), None)
-            if mine:
-                entries[mine - 1] = {**entries[mine - 1], "passed_login": True}
+        passer = self.passed.pop(board, None)
+        entries = [{**e, "passed_login": True} if e["player"] == passer else e for e in entries]
         results = rivalry_results(rng, board, self.rules[board], entries, self.login)
         if not results:
             return None
-        self.passed[board] = results[0]["player"] != self.login
+        if results[0]["player"] != self.login:
+            self.passed[board] = results[0]["player"]
         match_id = f"rival-{rng.getrandbits(64):016x}"
         return {"match_id": match_id, "ended_at": rfc3339(timezone.now()), "results": results}
 
@@ -266,7 +268,8 @@ def traffic_loop(
                 f"last {time.monotonic() - last_log:.0f} s: {stats.sent - logged.sent} matches sent "
                 f"({stats.accepted - logged.accepted} accepted, {stats.held - logged.held} held, "
                 f"{stats.rejected - logged.rejected} rejected, {stats.errors - logged.errors} errors, "
-                f"{stats.new_players - logged.new_players} new players); total {stats.sent}"
+                f"{stats.new_players - logged.new_players} new players, "
+                f"{stats.rivalries - logged.rivalries} rivalries around {DEMO_LOGIN}); total {stats.sent}"
             )
             last_log, logged = time.monotonic(), TrafficStats(**vars(stats))
         next_at = max(next_at + rng.expovariate(rate) * count, time.monotonic() - 1.0)

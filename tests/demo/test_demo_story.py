@@ -69,8 +69,8 @@ def test_the_demo_login_has_scores_everywhere_and_friends_around_it(demo_game: G
 
 def test_passing_scores_take_the_mover_just_past() -> None:
     rng = random.Random(1)
-    assert 1500 < passing_score(RATING, rng, 1400, 1500) <= 1512
-    assert 300_000 - 1500 <= passing_score(SPEEDRUN, rng, 310_000, 300_000) < 300_000
+    assert 1500 < passing_score(RATING, rng, 1400, 1500) <= 1504
+    assert 300_000 - 300 <= passing_score(SPEEDRUN, rng, 310_000, 300_000) < 300_000
     assert passing_score(KILLS, rng, 90, 100) in (11, 12, 13)  # added to 90: past 100
     assert passing_score(KILLS, rng, 10, 500) is None  # more than one match may score
     assert passing_score(SPEEDRUN, rng, 5000, 1200) is None  # below min_score
@@ -85,9 +85,21 @@ def test_a_friend_behind_passes_and_a_friend_ahead_is_passed_back() -> None:
     ]
     results = rivalry_results(rng, "rating", RATING, entries)
     assert results[0]["player"] == "behind" and results[0]["score"] > 1500
+    passers = {
+        rivalry_results(random.Random(i), "rating", RATING, [*entries, {"player": "far", "score": 1480}])[0]["player"]
+        for i in range(20)
+    }
+    assert passers == {"behind", "far"}  # some of the friends near it, not always the same
     entries[0] = {**entries[0], "passed_login": True}
     back = rivalry_results(rng, "rating", RATING, entries)
     assert back[0]["player"] == DEMO_LOGIN and back[0]["score"] > 1600
+    # the login climbs back past the friend who passed it, even with another friend in between
+    entries = [
+        {"player": "passer", "score": 1520, "passed_login": True},
+        {"player": "between", "score": 1505},
+        {"player": DEMO_LOGIN, "score": 1500},
+    ]
+    assert rivalry_results(rng, "rating", RATING, entries)[0]["score"] > 1520
 
 
 def test_rivalry_matches_through_the_api_alternate_a_pass_and_a_climb_back(demo_game: Game) -> None:
@@ -121,6 +133,6 @@ def test_rivalry_matches_through_the_api_alternate_a_pass_and_a_climb_back(demo_
         assert server.post("/api/v1/games/demo/matches", body).status_code == 201
         if body["results"][0]["board"] == "rating":
             assert body["results"][0]["player"] == DEMO_LOGIN  # climbs back past the passer
-    assert rank() <= before  # back past the passer (and maybe a few more: it climbs by up to 12 points)
+    assert rank() <= before  # back past the passer (and maybe a few more: it climbs by up to 4 points)
     ahead = [e["player"] for e in read("rating")]
     assert ahead.index(DEMO_LOGIN) < ahead.index(passer)
