@@ -22,7 +22,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SERVICES := $(VENV_PY) scripts/services.py
 
-.PHONY: run test manage lint bench faults clean-local venv browser
+.PHONY: run test manage lint bench faults clean-local venv browser axe
 .DEFAULT_GOAL := run
 
 venv: $(STAMP)
@@ -53,7 +53,7 @@ $(STAMP): requirements.txt | $(VENV)/bin/pip
 run: venv
 	$(VENV_PY) scripts/run.py
 
-test: venv browser
+test: venv browser axe
 	@if [ -x $(VENV)/bin/ruff ]; then echo "==> ruff check ."; $(VENV)/bin/ruff check .; fi
 	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -69,6 +69,22 @@ browser:
 	    || { echo "error: could not install chromium chromium-driver" >&2; exit 1; }; \
 	else \
 	  echo "error: the browser tests need $(BROWSER) and $(BROWSER_DRIVER): sudo apt-get install chromium chromium-driver" >&2; \
+	  exit 1; \
+	fi
+
+# axe-core (the npm package) for the accessibility browser test, from tests/e2e/package-lock.json.
+AXE := tests/e2e/node_modules/axe-core/axe.min.js
+axe:
+	@if [ -f $(AXE) ]; then :; \
+	elif command -v npm >/dev/null; then \
+	  echo "==> installing axe-core with npm (for the accessibility test)"; \
+	  npm ci --prefix tests/e2e --no-audit --no-fund -q || { echo "error: npm ci in tests/e2e failed" >&2; exit 1; }; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "==> installing npm with apt-get, then axe-core (for the accessibility test)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm \
+	    && npm ci --prefix tests/e2e --no-audit --no-fund -q || { echo "error: could not install axe-core" >&2; exit 1; }; \
+	else \
+	  echo "error: the accessibility test needs npm to install axe-core: sudo apt-get install npm" >&2; \
 	  exit 1; \
 	fi
 

@@ -365,3 +365,22 @@ def friends_board(board: BoardConfig, window: str, pk: int) -> FriendsBoard:
 
 def board_size(board_id: int, window: str) -> int:
     return get_redis().zcard(keys.board_key(board_id, window))
+
+
+def standings_of(board: BoardConfig, window: str, pks: list[int]) -> dict[int, Entry]:
+    """Where each of these players stands (those with a score in the window), as board reads
+    rank them: one friends.lua round trip, or Postgres when Redis is down."""
+    if not pks:
+        return {}
+    try:
+        standings, profiles = _friends_from_redis(board, window, pks)
+    except REDIS_DOWN:
+        standings, profiles = selectors.durable_standings(board, window, pks)
+    shared = board.rank_display == "shared"
+    out = {}
+    for pk, (encoded, position, better) in standings.items():
+        p = profiles[pk]
+        rank = better + 1 if shared else position + 1
+        value = encoding.decode_value(board, encoded)
+        out[pk] = Entry(position, rank, pk, p.external_id, p.display_name, value, encoded, p.metadata)
+    return out

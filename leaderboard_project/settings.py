@@ -78,6 +78,8 @@ INSTALLED_APPS = [
     "anticheat",
     "seasons",
     "monitoring",
+    "pages",  # the player web pages (HTML)
+    "demo",  # the demo game make run loads and plays
 ]
 
 MIDDLEWARE = [

@@ -1,4 +1,7 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError
+from django.shortcuts import render
+from django.template import loader
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
@@ -16,13 +19,27 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
-    path("", include("boards.page_urls")),  # the player web pages (HTML)
+    path("", include("pages.urls")),  # the player web pages (HTML)
 ]
 
 
-def handler404(request, exception=None):  # noqa: ANN001, ANN201  (Django's handler signature)
-    return error_response("not_found", "not found", 404)
+# Machine routes answer the contract's JSON error body; everything else is a page for people,
+# answered in the site's style (templates/404.html, templates/500.html).
+_MACHINE_PREFIXES = ("/api/", "/healthz", "/metrics", "/ws/", "/admin/jsi18n")
 
 
-def handler500(request):  # noqa: ANN001, ANN201
-    return error_response("internal_error", "internal server error", 500)
+def _machine(request: HttpRequest) -> bool:
+    return request.path.startswith(_MACHINE_PREFIXES)
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _machine(request):
+        return error_response("not_found", "not found", 404)
+    return render(request, "404.html", status=404)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if _machine(request):
+        return error_response("internal_error", "internal server error", 500)
+    # no request context: the session or the database may be what failed
+    return HttpResponseServerError(loader.get_template("500.html").render())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -175,3 +176,31 @@ def demo_accounts_missing(*, game_id: int) -> bool:
     return (
         Player.objects.filter(game_id=game_id).exists() and not PlayerAccount.objects.filter(game_id=game_id).exists()
     )
+
+
+# --- hints on the login page ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoginHint:
+    """A line of help on the login page, e.g. the demo's logins (registered by demo/apps.py)."""
+
+    anchor: str  # the section's HTML id
+    title: str
+    detail: str
+    username: str
+    password: str
+
+
+_login_hints: dict[str, Callable[[], LoginHint | None]] = {}
+
+
+def login_hint_register(uid: str, hint: Callable[[], LoginHint | None]) -> None:
+    """Register a callable giving a hint for the login page (None: nothing to say now). Upper
+    apps call this from AppConfig.ready(), so the pages never import them; `uid` makes a
+    second registration (a reloaded app) replace the first."""
+    _login_hints[uid] = hint
+
+
+def login_hints() -> list[LoginHint]:
+    return [h for h in (hint() for hint in _login_hints.values()) if h is not None]

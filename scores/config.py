@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from anticheat.thresholds import thresholds_parse
-from scores import encoding
+from scores import encoding, formats
 from scores.ids import is_slug
 from scores.windows import ROLLING_WINDOWS, WINDOW_KINDS
 
@@ -36,6 +36,7 @@ class BoardSpec:
     rank_display: str
     regions: bool = False
     anticheat: tuple[tuple[str, int | float], ...] = ()  # threshold overrides, sorted by key
+    format: str = "integer"  # how pages show a score (scores/formats.py)
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class GameSpec:
 _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods"}
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
-    "anticheat",
+    "anticheat", "format",
 }  # fmt: skip
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
@@ -150,6 +151,7 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         rank_display=_choice(raw, "rank_display", p, ("unique", "shared"), "unique"),
         regions=_bool(raw, "regions", p, default=False),
         anticheat=_anticheat(raw, p),
+        format=_format(raw, p),
     )
     problem = encoding.budget_problem(spec)
     if problem:
@@ -164,6 +166,13 @@ def _anticheat(raw: dict[str, Any], p: str) -> tuple[tuple[str, int | float], ..
     except ValueError as exc:
         key, message = exc.args
         raise ConfigError(p + "anticheat" + (f".{key}" if key else ""), message) from None
+
+
+def _format(raw: dict[str, Any], p: str) -> str:
+    value = raw.get("format", "integer")
+    if not isinstance(value, str) or not formats.is_valid(value):
+        raise ConfigError(p + "format", formats.EXPECTED)
+    return value
 
 
 def _region(raw: dict[str, Any], i: int) -> RegionSpec:

@@ -57,6 +57,8 @@ class Board(models.Model):
     regions = models.BooleanField(default=False)
     # anti-cheat thresholds overriding the defaults of anticheat/rules.py (docs/moderation.md)
     anticheat = models.JSONField(default=dict, blank=True)
+    # how the pages show a score (scores/formats.py); the API always answers integers
+    format = models.CharField(max_length=16, default="integer")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]

@@ -32,6 +32,7 @@ class GameConfig:
     seasons: tuple[SeasonSpan, ...]
     regions: dict[str, RegionConfig] = field(default_factory=dict)
     season_ids: dict[str, int] = field(default_factory=dict)
+    season_names: dict[str, str] = field(default_factory=dict)  # slug -> name, for the pages
 
     def timezone_of(self, window: str) -> str:
         """The time zone a window rolls over in: its region's, or the game's."""
@@ -82,6 +83,7 @@ class BoardConfig:
     regions: tuple[RegionConfig, ...] = ()  # empty unless the board keeps regional boards
     # anti-cheat threshold overrides (anticheat/rules.py); not part of equality or hashing
     anticheat: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    format: str = "integer"  # how pages show a score (scores/formats.py); the API answers integers
 
     def region(self, slug: str) -> RegionConfig | None:
         return next((r for r in self.regions if r.slug == slug), None)
@@ -98,9 +100,9 @@ def _load_game(slug: str) -> GameConfig | None:
     if game is None:
         return None
     season_rows = list(
-        Season.objects.filter(game=game).order_by("starts_at").values_list("id", "slug", "starts_at", "ends_at")
+        Season.objects.filter(game=game).order_by("starts_at").values_list("id", "slug", "starts_at", "ends_at", "name")
     )
-    seasons = tuple(SeasonSpan(slug, starts, ends) for _, slug, starts, ends in season_rows)
+    seasons = tuple(SeasonSpan(slug, starts, ends) for _, slug, starts, ends, _ in season_rows)
     regions = {
         r.slug: RegionConfig(r.id, r.slug, r.timezone) for r in Region.objects.filter(game=game).order_by("slug")
     }
@@ -122,11 +124,15 @@ def _load_game(slug: str) -> GameConfig | None:
             seasons=seasons,
             regions=tuple(regions.values()) if b.regions else (),
             anticheat=dict(b.anticheat or {}),
+            format=b.format,
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }
-    season_ids = {slug: pk for pk, slug, _, _ in season_rows}
-    return GameConfig(game=game, boards=boards, seasons=seasons, regions=regions, season_ids=season_ids)
+    season_ids = {slug: pk for pk, slug, _, _, _ in season_rows}
+    season_names = {slug: name for _, slug, _, _, name in season_rows}
+    return GameConfig(
+        game=game, boards=boards, seasons=seasons, regions=regions, season_ids=season_ids, season_names=season_names
+    )
 
 
 def cached_game_config(slug: str) -> GameConfig | None:

@@ -132,6 +132,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "rank_display": bs.rank_display,
                 "regions": bs.regions,
                 "anticheat": dict(bs.anticheat),
+                "format": bs.format,
             }
             board = existing.get(bs.slug)
             if board is None:

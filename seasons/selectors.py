@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection
 from django.db.models import F, Q
@@ -59,6 +60,39 @@ def standings_rows(freeze: WindowFreeze, *, chunk: int = 5000) -> Iterator[tuple
     )
 
 
+def frozen_window_names(board_id: int, *, per_kind: int, region: str = "") -> list[str]:
+    """The board's windows (of `region`'s board, without its prefix) with frozen standings, the
+    newest `per_kind` of each kind. A board gains a few hundred a year (per region), so one
+    DISTINCT over its (board, window, version) index."""
+    names = list(
+        WindowFreeze.objects.filter(board_id=board_id).order_by("window").values_list("window", flat=True).distinct()
+    )
+    prefix = f"{region}/" if region else ""
+    out: list[str] = []
+    for kind in ("daily", "weekly", "monthly", "season"):
+        out += [w[len(prefix) :] for w in names if w.startswith(prefix + kind + ":")][-per_kind:]
+    return out
+
+
+def standings_around(freeze: WindowFreeze, *, player_pk: int, around: int) -> list[Standing]:
+    """A player's frozen standing and the `around` either side; [] if they are not in it."""
+    position = Standing.objects.filter(freeze=freeze, player_id=player_pk).values_list("position", flat=True).first()
+    if position is None:
+        return []
+    return list(
+        Standing.objects.filter(freeze=freeze, position__gte=position - around, position__lte=position + around)
+        .select_related("player")
+        .order_by("position")
+    )
+
+
+def standings_of(freeze: WindowFreeze, *, player_pks: list[int]) -> list[Standing]:
+    """The frozen standings of these players (those in it), in their final order."""
+    return list(
+        Standing.objects.filter(freeze=freeze, player_id__in=player_pks).select_related("player").order_by("position")
+    )
+
+
 @dataclass(frozen=True)
 class Move:
     """A player whose frozen standing differs between a version and the one before it."""
@@ -108,3 +142,54 @@ def freeze_moves(freeze: WindowFreeze, *, limit: int = 200) -> tuple[int, list[M
         )
         for c in picked
     ]
+
+
+@dataclass(frozen=True)
+class ArchivedWindow:
+    """A frozen window of a board: its latest standings version and when it was first frozen."""
+
+    window: str  # without the region prefix
+    latest: WindowFreeze
+    first_frozen_at: datetime
+
+    @property
+    def corrected(self) -> bool:
+        return self.latest.version > 1
+
+
+def archived_windows(board_id: int, *, region: str = "") -> list[ArchivedWindow]:
+    """Every frozen window of a board (of `region`'s board), newest first within each kind. One
+    query over the board's freezes: a few hundred a year per region."""
+    prefix = f"{region}/" if region else ""
+    by_window: dict[str, list[WindowFreeze]] = {}
+    for f in WindowFreeze.objects.filter(board_id=board_id).order_by("window", "version"):
+        if region and not f.window.startswith(prefix):
+            continue
+        if not region and "/" in f.window:
+            continue
+        by_window.setdefault(f.window, []).append(f)
+    out = [ArchivedWindow(w[len(prefix) :], fs[-1], fs[0].frozen_at) for w, fs in by_window.items()]
+    order = {"season": 0, "monthly": 1, "weekly": 2, "daily": 3}
+    out.sort(key=lambda a: a.latest.frozen_at, reverse=True)
+    out.sort(key=lambda a: order.get(a.window.split(":", 1)[0], 9))
+    return out
+
+
+def standings_at(
+    freeze_ids: list[int], *, position: int | None = None, player_pk: int | None = None
+) -> dict[int, Standing]:
+    """freeze id -> the standing at `position`, or of `player_pk`, in each of these freezes."""
+    if not freeze_ids:
+        return {}
+    rows = Standing.objects.filter(freeze_id__in=freeze_ids).select_related("player")
+    rows = rows.filter(position=position) if position is not None else rows.filter(player_id=player_pk)
+    return {s.freeze_id: s for s in rows}
+
+
+def first_frozen_at(freeze: WindowFreeze) -> datetime | None:
+    """When a window's standings were first frozen (version 1), for a corrected version."""
+    return (
+        WindowFreeze.objects.filter(board_id=freeze.board_id, window=freeze.window, version=1)
+        .values_list("frozen_at", flat=True)
+        .first()
+    )

@@ -9,11 +9,13 @@
  *                                              fetched from the server (?part=rank-card)
  *   {"type": "passed", "by": {...}, "rank"} -> a notice, and the same
  * A dropped connection is retried with exponential backoff (1 s doubling to 30 s, with
- * jitter); the pill next to the title says live / connecting / offline. */
+ * jitter); the pill next to the title says live / connecting / offline. Scores are shown in
+ * the board's format (static/js/format.js); rank changes and passes are announced to screen
+ * readers (#announcer, aria-live); the countdown to the window's reset ticks. */
 (function () {
   "use strict";
   var root = document.getElementById("board-page");
-  if (!root || root.dataset.live !== "1" || !("WebSocket" in window)) return;
+  if (!root || root.dataset.live !== "1") return;
 
   var TOP = 10;
   var status = document.getElementById("live-status");
@@ -27,9 +29,22 @@
   var backoff = 1000;
   var socket = null;
   var retryTimer = null;
+  startCountdown();
+  if (!("WebSocket" in window)) return;
+
+  var scoreFormat = root.dataset.format || "integer";
 
   function fmt(n) {
     return typeof n === "number" ? n.toLocaleString("en-US") : String(n == null ? "" : n);
+  }
+
+  function fmtScore(n) {
+    return window.LeaderboardFormat ? window.LeaderboardFormat.score(n, scoreFormat) : fmt(n);
+  }
+
+  function announce(text) {
+    var box = document.getElementById("announcer");
+    if (box) box.textContent = text;
   }
 
   function setStatus(state) {
@@ -51,8 +66,14 @@
     var tr = document.createElement("tr");
     tr.dataset.player = e.player;
     tr.dataset.score = String(e.score);
-    if (e.player === me) tr.className = "me";
-    tr.appendChild(cell("rank", fmt(e.rank)));
+    var classes = [];
+    if (e.player === me) classes.push("me");
+    if (e.rank <= 3) classes.push("top", "top-" + e.rank);
+    if (classes.length) tr.className = classes.join(" ");
+    var rank = cell("rank", fmt(e.rank));
+    if (e.rank <= 3) rank.title = ["1st", "2nd", "3rd"][e.rank - 1] + " place";
+    if (e.player === me) rank.id = "me";
+    tr.appendChild(rank);
     var td = document.createElement("td");
     td.className = "player";
     var a = document.createElement("a");
@@ -61,7 +82,7 @@
     a.textContent = e.display_name || e.player;
     td.appendChild(a);
     tr.appendChild(td);
-    tr.appendChild(cell("score", fmt(e.score)));
+    tr.appendChild(cell("score", fmtScore(e.score)));
     return tr;
   }
 
@@ -77,7 +98,7 @@
     var frag = document.createDocumentFragment();
     entries.slice(0, TOP).forEach(function (e, i) {
       var tr = row(e);
-      if (before[e.player] !== fmt(e.score) + "@" + i) tr.classList.add("flash");
+      if (before[e.player] !== fmtScore(e.score) + "@" + i) tr.classList.add("flash");
       frag.appendChild(tr);
     });
     keep.forEach(function (tr) { frag.appendChild(tr); });
@@ -92,7 +113,9 @@
     var r = document.getElementById("my-rank");
     var s = document.getElementById("my-score");
     if (r) r.textContent = rank == null ? "No score in this window yet." : "#" + fmt(rank);
-    if (s && score != null) s.textContent = fmt(score);
+    if (s && score != null) s.textContent = fmtScore(score);
+    if (rank == null) announce("You have no score in this window yet.");
+    else announce("Your rank is now " + fmt(rank) + (score != null ? ", score " + fmtScore(score) : "") + ".");
     if (score != null) moveMarker(score);
     if (card) {
       card.dataset.rank = rank == null ? "" : String(rank);
@@ -119,7 +142,7 @@
     label.setAttribute("x", x);
     label.setAttribute("text-anchor", right ? "end" : "start");
     label.setAttribute("dx", right ? "-4" : "4");
-    label.textContent = "you: " + fmt(score);
+    label.textContent = "you: " + fmtScore(score);
   }
 
   // The rank card and the friends' board, rendered by the server as on a full page. Bursts
@@ -177,7 +200,9 @@
     else if (msg.type === "rank") showRank(msg.rank, msg.score);
     else if (msg.type === "passed" && msg.by) {
       var who = msg.by.display_name || msg.by.player;
-      notice(who + " passed you" + (msg.rank != null ? ": you are now #" + fmt(msg.rank) : ""));
+      var text = who + " passed you" + (msg.rank != null ? ": you are now #" + fmt(msg.rank) : "");
+      notice(text);
+      announce(text + ".");
       if (msg.rank != null) showRank(msg.rank, null);
       refreshMine(); // the friends' board changed order even if the rank did not
     }
@@ -216,6 +241,36 @@
   window.addEventListener("online", function () {
     if (!socket && retryTimer) { clearTimeout(retryTimer); backoff = 1000; connect(); }
   });
+
+  // The countdown to the window's reset, in whole seconds; at zero the page offers the new window.
+  function startCountdown() {
+    var box = document.getElementById("reset");
+    var out = document.getElementById("countdown");
+    if (!box || !out) return;
+    var at = Date.parse(box.dataset.at);
+    function left(ms) {
+      var s = Math.max(0, Math.floor(ms / 1000));
+      var d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60), sec = s % 60;
+      if (d) return d + " d " + h + " h";
+      if (h) return h + " h " + (m < 10 ? "0" : "") + m + " min " + (sec < 10 ? "0" : "") + sec + " s";
+      if (m) return m + " min " + (sec < 10 ? "0" : "") + sec + " s";
+      return sec + " s";
+    }
+    function tick() {
+      var ms = at - Date.now();
+      if (ms <= 0) {
+        box.textContent = "";
+        var a = document.createElement("a");
+        a.href = location.pathname + here;
+        a.textContent = "This window has ended: open the new one";
+        box.appendChild(a);
+        return;
+      }
+      out.textContent = left(ms);
+      setTimeout(tick, 1000 - (Date.now() % 1000) + 5);
+    }
+    tick();
+  }
 
   connect();
 })();

@@ -86,11 +86,10 @@ def _database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-@pytest.fixture
-def web(transactional_db) -> Iterator[WebServer]:
+def _web(settings_module: str) -> Iterator[WebServer]:
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
+        "DJANGO_SETTINGS_MODULE": settings_module,
         "DATABASE_URL": _database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "DB_POOL_MAX": "4",
@@ -102,6 +101,17 @@ def web(transactional_db) -> Iterator[WebServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def web(transactional_db) -> Iterator[WebServer]:
+    yield from _web("leaderboard_project.settings_test")
+
+
+@pytest.fixture
+def web_with_bugs(transactional_db) -> Iterator[WebServer]:
+    """The web tier with two routes that raise (tests/e2e/settings_errors.py)."""
+    yield from _web("tests.e2e.settings_errors")
 
 
 # Every request to another host goes to a closed local port: the page must do without internet
@@ -175,6 +185,26 @@ def browser_without_js() -> Iterator:
         yield driver
     finally:
         driver.quit()
+
+
+AXE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(driver, impacts: tuple[str, ...] = ("serious", "critical")) -> list[dict]:
+    """Run axe-core (the npm package, `make axe`) in the page; its violations of these impacts."""
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: `make test` installs it (make axe: npm ci --prefix tests/e2e)")
+    driver.execute_script(AXE.read_text(encoding="utf-8"))
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations), e => done(String(e)));"
+    )
+    assert isinstance(result, list), result
+    return [
+        {"id": v["id"], "impact": v["impact"], "help": v["help"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+        for v in result
+        if v["impact"] in impacts
+    ]
 
 
 def screenshot(driver, name: str) -> Path:

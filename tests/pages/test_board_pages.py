@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from boards import views
+from pages import board as board_page
 from scores.models import Player
+from scores.player_selectors import player_name_matches
 from scores.selectors import cached_board
 from seasons import services as seasons
 from tests.boards.conftest import submit
@@ -54,7 +55,13 @@ def test_a_board_page_shows_the_top_in_contract_order_with_window_tabs(ranked, d
         ["5", "Eve", "100"],
     ]
     tabs = re.findall(r'<nav class="tabs".*?</nav>', html, re.S)[0]
-    assert re.findall(r">([^<]+)</a>", tabs) == ["All time", "Today", "This week", "This month", "Season"]
+    assert re.findall(r">([^<]+)</a>", tabs) == [
+        "All time",
+        "Today",
+        "This week",
+        "This month",
+        "S1",
+    ]  # the season tab names the season
     assert "5 ranked players" in text(html)
     assert 'data-ws="/ws/games/chess/boards/rating/?window=all"' in html
     assert "Sign in" in html and "Your rank" not in html
@@ -137,7 +144,7 @@ def test_search_reads_an_index_not_the_table(ranked) -> None:
             [game_id],
         )
         cur.execute("ANALYZE scores_player")
-    plan = views.name_matches(game_id, "an")[: views.SEARCH_LIMIT].explain()
+    plan = player_name_matches(game_id, q="an")[: board_page.SEARCH_LIMIT].explain()
     assert "player_name_prefix" in plan and "Seq Scan" not in plan, plan
 
 
@@ -210,7 +217,7 @@ def test_static_assets_are_served(game) -> None:
 
 def test_a_deep_rank_is_shown_only_to_the_player_their_friends_and_staff(ranked, monkeypatch) -> None:
     """Like the API's player read: beyond the publicly pageable top, a stranger sees no rank."""
-    monkeypatch.setattr(views, "PUBLIC_DEPTH", 2)
+    monkeypatch.setattr(board_page, "PUBLIC_DEPTH", 2)
     assert ranked.request("PUT", "/api/v1/games/chess/players/eve/friends", {"friends": ["bo"]}).status_code == 200
     stranger = Client().get(BOARD + "?player=eve").content.decode()
     assert "only the player and their friends see the exact rank" in stranger and "#5" not in stranger

@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boards.redis import REDIS_DOWN
-from scores import demo
+from demo import load as demo
+from demo.friends import demo_friends_heal
 
 
 class Command(BaseCommand):
@@ -25,6 +26,13 @@ class Command(BaseCommand):
             made = demo.demo_accounts_heal()
             if made:
                 self.stdout.write(f"made sign-in accounts for {made:,} demo players (password: demo)")
+            try:
+                friends = demo_friends_heal()
+            except REDIS_DOWN as exc:
+                self.stderr.write(f"warning: Redis unreachable, demo friend lists not made: {exc}")
+                friends = 0
+            if friends:
+                self.stdout.write(f"made friend lists for the demo players: {friends // 2:,} friendships")
             return
         try:
             report = demo.demo_load(players=players, matches=matches, seed=seed, progress=not no_progress)
@@ -40,7 +48,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo data loaded: {report.players:,} players, {report.matches:,} matches, "
             f"{report.results:,} results, {report.values:,} board values, "
-            f"{report.redis_entries:,} sorted-set entries, {report.accounts:,} player logins in {report.seconds:.1f} s ({phases})"
+            f"{report.redis_entries:,} sorted-set entries, {report.accounts:,} player logins, "
+            f"{report.friendships // 2:,} friendships in {report.seconds:.1f} s ({phases})"
         )
 
     def _heal_redis(self) -> None:

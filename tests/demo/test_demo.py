@@ -1,4 +1,4 @@
-"""The demo data `make run` loads and the demo traffic it plays (scores/demo.py).
+"""The demo data `make run` loads and the demo traffic it plays (demo/).
 
 demo_load bypasses the ingest service for speed, so these tests hold it to the ingest path's
 semantics: the values it writes are recomputed from the stored results with the ingest
@@ -18,7 +18,10 @@ from django.utils import timezone
 
 from boards import keys
 from boards.redis import get_redis
-from scores import demo, encoding
+from demo import names as demo_names
+from demo import traffic
+from demo.load import HISTORY_DAYS
+from scores import encoding
 from scores.config import parse_game_config
 from scores.ingest import MatchIn, ResultIn, matches_submit
 from scores.models import Board, Game, Match, Player, PlayerValue, Result, ServerKey
@@ -95,11 +98,12 @@ def snapshot(game: Game) -> dict:
 
 def test_demo_load_fills_postgres_with_ingest_semantics_and_redis_to_match(transactional_db) -> None:
     output = load()
-    assert "demo data loaded: 300 players, 200 matches" in output, output
+    # 200 matches of history, and two on every board for the demo login (demo.names.DEMO_LOGIN)
+    assert "demo data loaded: 300 players, 206 matches" in output, output
     game = Game.objects.get(slug="demo")
     assert set(Board.objects.filter(game=game).values_list("slug", flat=True)) == {"rating", "speedrun", "kills"}
     assert Player.objects.filter(game=game).count() == 300
-    assert Match.objects.filter(game=game, status="accepted", server_key=None).count() == 200
+    assert Match.objects.filter(game=game, status="accepted", server_key=None).count() == 206
 
     values = stored_values(game)
     assert values == recomputed_values(game)
@@ -118,7 +122,7 @@ def test_demo_load_fills_postgres_with_ingest_semantics_and_redis_to_match(trans
     assert ("season" in kinds) == in_season.exists()
     now = timezone.now()
     ended = Match.objects.filter(game=game).values_list("ended_at", flat=True)
-    assert all(now - timedelta(days=demo.HISTORY_DAYS) <= e < now for e in ended)
+    assert all(now - timedelta(days=HISTORY_DAYS) <= e < now for e in ended)
     for board in Board.objects.filter(game=game):
         scores = list(Result.objects.filter(board=board).values_list("score", flat=True))
         assert scores and all(board.min_score <= s <= board.max_score for s in scores), board.slug
@@ -135,7 +139,7 @@ def test_demo_load_fills_postgres_with_ingest_semantics_and_redis_to_match(trans
 def test_demo_load_equals_a_replay_through_the_real_ingest_path(transactional_db) -> None:
     load()
     game = Game.objects.get(slug="demo")
-    text = demo.DEMO_CONFIG.read_text(encoding="utf-8").replace('slug = "demo"', 'slug = "demo-replay"', 1)
+    text = demo_names.DEMO_CONFIG.read_text(encoding="utf-8").replace('slug = "demo"', 'slug = "demo-replay"', 1)
     game_config_apply(parse_game_config(text))
     replay = Game.objects.get(slug="demo-replay")
 
@@ -183,20 +187,20 @@ def test_demo_load_puts_the_boards_back_after_a_redis_restart(transactional_db) 
 
 
 def test_generated_data_is_deterministic_for_a_seed() -> None:
-    names = [demo.display_name(random.Random(5)) for _ in range(3)]
+    names = [demo_names.display_name(random.Random(5)) for _ in range(3)]
     assert len(set(names)) == 1
-    assert demo.profile("player-000042") == demo.profile("player-000042")
-    assert demo.player_external_id(123) == "player-000123"
+    assert demo_names.profile("player-000042") == demo_names.profile("player-000042")
+    assert demo_names.player_external_id(123) == "player-000123"
     rng = random.Random(1)
-    bodies = [demo.demo_match(rng, [f"p{i}" for i in range(20)], timezone.now()) for _ in range(5)]
+    bodies = [demo_names.demo_match(rng, [f"p{i}" for i in range(20)], timezone.now()) for _ in range(5)]
     rng = random.Random(1)
-    again = [demo.demo_match(rng, [f"p{i}" for i in range(20)], timezone.now()) for _ in range(5)]
+    again = [demo_names.demo_match(rng, [f"p{i}" for i in range(20)], timezone.now()) for _ in range(5)]
     assert [b["results"] for b in bodies] == [b["results"] for b in again]
 
 
 @pytest.fixture
 def demo_game(transactional_db) -> Game:
-    game_config_apply(parse_game_config(demo.DEMO_CONFIG.read_text(encoding="utf-8")))
+    game_config_apply(parse_game_config(demo_names.DEMO_CONFIG.read_text(encoding="utf-8")))
     return Game.objects.get(slug="demo")
 
 
@@ -208,13 +212,13 @@ def demo_server(demo_game) -> SignedClient:
 
 def test_demo_match_bodies_are_accepted_by_the_api(demo_server: SignedClient, demo_game: Game) -> None:
     rng = random.Random(11)
-    players = [demo.player_external_id(i) for i in range(1, 40)]
+    players = [demo_names.player_external_id(i) for i in range(1, 40)]
     for _ in range(40):
-        body = demo.demo_match(rng, players, timezone.now(), new_player_chance=0.2)
+        body = demo_names.demo_match(rng, players, timezone.now(), new_player_chance=0.2)
         response = demo_server.post("/api/v1/games/demo/matches", body)
         assert response.status_code == 201, (response.content, body)
         assert response.json() == {"match_id": body["match_id"], "status": "accepted", "duplicate": False}
-    batch = [demo.demo_match(rng, players, timezone.now()) for _ in range(4)]
+    batch = [demo_names.demo_match(rng, players, timezone.now()) for _ in range(4)]
     response = demo_server.post("/api/v1/games/demo/matches/batch", {"matches": batch})
     assert response.status_code == 200, response.content
     assert [r["status"] for r in response.json()["results"]] == ["accepted"] * 4
@@ -228,21 +232,21 @@ def test_demo_match_bodies_are_accepted_by_the_api(demo_server: SignedClient, de
 
 
 def test_traffic_loop_posts_signed_matches_over_http(live_server, demo_game: Game) -> None:
-    key, secret = server_key(demo_game, name=demo.KEY_NAME)
+    key, secret = server_key(demo_game, name=demo_names.KEY_NAME)
     stop = threading.Event()
     lines: list[str] = []
-    assert demo.wait_healthy(live_server.url, stop, lines.append, limit=5)
+    assert traffic.wait_healthy(live_server.url, stop, lines.append, limit=5)
 
     def say(line: str) -> None:
         lines.append(line)
         if len(lines) >= 8:
             stop.set()
 
-    stats = demo.traffic_loop(
+    stats = traffic.traffic_loop(
         base=live_server.url,
         key_id=key.key_id,
         secret=secret,
-        players=[demo.player_external_id(i) for i in range(1, 30)],
+        players=[demo_names.player_external_id(i) for i in range(1, 30)],
         rate=1000,
         stop=stop,
         say=say,
@@ -262,7 +266,7 @@ def test_traffic_loop_survives_an_unreachable_server(demo_game: Game) -> None:
         lines.append(line)
         stop.set()  # one failure is enough to see it logged and not raised
 
-    stats = demo.traffic_loop(
+    stats = traffic.traffic_loop(
         base="http://127.0.0.1:9",  # discard port: connection refused
         key_id="sk_x",
         secret="s",
@@ -274,4 +278,4 @@ def test_traffic_loop_survives_an_unreachable_server(demo_game: Game) -> None:
     )
     assert stats.errors == 1 and stats.sent == 0
     assert "unreachable" in lines[0] and "retrying" in lines[0]
-    assert not demo.healthy("http://127.0.0.1:9")
+    assert not traffic.healthy("http://127.0.0.1:9")

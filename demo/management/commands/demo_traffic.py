@@ -8,7 +8,7 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
-from scores import demo
+from demo import load, names, traffic
 from scores.models import Game
 from scores.services import server_key_create
 
@@ -45,13 +45,13 @@ class Command(BaseCommand):
         setup = self._setup(stop)
         if setup is None:
             return
-        key_id, secret, players = setup
+        key_id, secret, players, rules = setup
         self.say(f"{len(players):,} demo players, server key {key_id}; waiting for {base_url}/healthz")
-        demo.wait_healthy(base_url, stop, self.say)
+        traffic.wait_healthy(base_url, stop, self.say)
         if stop.is_set():
             return
-        self.say(f"posting about {rate:g} matches/s to {base_url}/api/v1/games/{demo.DEMO_SLUG}/matches")
-        stats = demo.traffic_loop(
+        self.say(f"posting about {rate:g} matches/s to {base_url}/api/v1/games/{names.DEMO_SLUG}/matches")
+        stats = traffic.traffic_loop(
             base=base_url,
             key_id=key_id,
             secret=secret,
@@ -60,24 +60,28 @@ class Command(BaseCommand):
             stop=stop,
             say=self.say,
             rng=random.Random(seed),
+            rivalry=traffic.Rivalry(rules),
         )
         self.say(
             f"stopped: {stats.sent:,} matches sent ({stats.accepted:,} accepted, {stats.rejected:,} rejected, "
             f"{stats.errors:,} errors)"
         )
 
-    def _setup(self, stop: threading.Event) -> tuple[str, str, list[str]] | None:
+    def _setup(self, stop: threading.Event) -> tuple[str, str, list[str], dict[str, traffic.BoardRule]] | None:
         """Wait for the demo game's players (demo_load may still be running), then make a
         server key: its secret is shown once, so each run makes its own."""
         last_said = 0.0
         while not stop.is_set():
             try:
-                game = Game.objects.filter(slug=demo.DEMO_SLUG, players__isnull=False).first()
+                game = Game.objects.filter(slug=names.DEMO_SLUG, players__isnull=False).first()
                 if game is not None:
-                    key, secret = server_key_create(game=game, name=demo.KEY_NAME, scopes=("submit",))
-                    players = demo.demo_players()
+                    key, secret = server_key_create(game=game, name=names.KEY_NAME, scopes=("submit",))
+                    players = load.demo_players()
+                    rules = {
+                        b.slug: traffic.BoardRule(b.order, b.mode, b.min_score, b.max_score) for b in game.boards.all()
+                    }
                     connection.close()  # from here on only HTTP
-                    return key.key_id, secret, players
+                    return key.key_id, secret, players, rules
                 problem = "no demo players yet (run `manage.py demo_load`)"
             except Exception as exc:  # the database may be restarting: keep waiting
                 connection.close()

@@ -1,0 +1,50 @@
+"""Sign-in pages: the login form (with whatever hints installed apps registered, e.g. the
+demo's logins) and a game's one-time login links (scores/accounts.py). docs/players.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import auth
+from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from scores import accounts
+from scores.models import Player
+from scores.selectors import cached_game
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["login_hints"] = accounts.login_hints()
+        return context
+
+
+@require_http_methods(["GET", "POST"])
+def login_link(request: HttpRequest, token: str) -> HttpResponse:
+    """A game's one-time login link: GET shows what it will do, POST (with CSRF) redeems it."""
+    try:
+        target = accounts.login_link_read(token)
+    except accounts.LoginLinkError as exc:
+        return render(request, "pages/login_link.html", {"error": exc}, status=400)
+    player = Player.objects.select_related("game").filter(pk=target.player_pk).first()
+    if request.method == "GET":
+        return render(request, "pages/login_link.html", {"player": player, "expires_at": target.expires_at})
+    try:
+        user, player = accounts.login_link_redeem(token=token, user=request.user)
+    except accounts.LoginLinkError as exc:
+        status = 409 if exc.code in ("used", "conflict") else 400
+        return render(request, "pages/login_link.html", {"error": exc, "player": player}, status=status)
+    if not request.user.is_authenticated or request.user.pk != user.pk:
+        auth.login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    first_board = next(iter(cached_game(player.game.slug)[1].values()), None)
+    if first_board is None:
+        return redirect(reverse("pages-game", args=[player.game.slug]))
+    return redirect(reverse("pages-board", args=[player.game.slug, first_board.slug]))
