@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 
 @receiver(matches_applied, dispatch_uid="anticheat.check_after_the_fact")
-def check_after_the_fact(sender: Any, game_id: int, match_pks: list[int], **kwargs: Any) -> None:
+def check_after_the_fact(sender: Any, match_pks: list[int], **kwargs: Any) -> None:
     if not settings.ANTICHEAT_ASYNC_CHECKS:
         return
     from anticheat.services import checks_enqueue

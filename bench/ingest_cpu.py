@@ -2,9 +2,10 @@
 
     .venv/bin/python -m bench.ingest_cpu [--mode batch|single] [--requests N] [--batch-size 1000]
                                          [--players 1000000] [--database NAME]
+                                         [--profile request|projector]
 
 No HTTP server and no concurrency: signed requests go one at a time through Django's test
-client to the real view (validation, rules, the transaction, the Redis mirror after commit),
+client to the real view (validation, rules, the transaction), then what the projector spends applying them,
 so the figure is the work per request, steadier on a busy machine than throughput. Run it from
 the checkout to measure (its code and migrations); compare two revisions back to back with
 `git worktree add /tmp/other <rev>`, then in /tmp/other: `<repo>/.venv/bin/python
@@ -19,9 +20,11 @@ Prints CPU milliseconds per request: Python, the Postgres backend (`/proc/<pid>/
 from __future__ import annotations
 
 import argparse
+import cProfile
 import fcntl
 import json
 import os
+import pstats
 import random
 import sys
 import tempfile
@@ -46,6 +49,7 @@ def _run(argv: list[str] | None) -> int:
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--players", type=int, default=1_000_000)
     parser.add_argument("--database", default="leaderboard_ingest_cpu")
+    parser.add_argument("--profile", choices=["request", "projector"], help="print a cProfile of one side")
     args = parser.parse_args(argv)
     if "cpu" not in args.database:
         parser.error("the database is emptied: its name must contain 'cpu'")
@@ -58,6 +62,11 @@ def _run(argv: list[str] | None) -> int:
             pg.execute(f'CREATE DATABASE "{args.database}"')
     os.environ["DATABASE_URL"] = f"{base}/{args.database}"
     os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/2")
+    sys.path.insert(0, os.getcwd())
+    from scripts.services import ensure_secrets
+
+    for name, value in ensure_secrets().items():
+        os.environ.setdefault(name, value)
     os.environ.setdefault("DEBUG", "0")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
     sys.path.insert(0, os.getcwd())
@@ -79,7 +88,7 @@ def _run(argv: list[str] | None) -> int:
     with connection.cursor() as cur:
         cur.execute(
             "TRUNCATE scores_match, scores_result, scores_player, scores_playervalue, scores_boardoutbox, "
-            "anticheat_submissionrate CASCADE"
+            "scores_pending, anticheat_submissionrate CASCADE"
         )
     client = Client()
     rng = random.Random(1)
@@ -118,11 +127,19 @@ def _run(argv: list[str] | None) -> int:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    from scores.projection import pending_apply
+
     for _ in range(3):
         request()
+    pending_apply()
+    profiler = cProfile.Profile() if args.profile else None
     pg0, py0, wall0 = backend_cpu(), time.process_time(), time.perf_counter()
+    if profiler and args.profile == "request":
+        profiler.enable()
     for _ in range(args.requests):
         request()
+    if profiler and args.profile == "request":
+        profiler.disable()
     pg, py, wall = backend_cpu() - pg0, time.process_time() - py0, time.perf_counter() - wall0
     n = args.requests
     print(
@@ -130,6 +147,23 @@ def _run(argv: list[str] | None) -> int:
         f"python {1000 * py / n:.2f}, postgres {1000 * pg / n:.2f}, total {1000 * (py + pg) / n:.2f} "
         f"({n * per_request / (py + pg):,.0f} results per CPU-second); wall {1000 * wall / n:.1f} ms per request"
     )
+    # what the projector then spends applying them (in batches of what is pending, as when it
+    # has fallen behind: the cost per result under load), its Redis mirror included
+    pg0, py0, wall0 = backend_cpu(), time.process_time(), time.perf_counter()
+    if profiler and args.profile == "projector":
+        profiler.enable()
+    pending_apply()
+    if profiler and args.profile == "projector":
+        profiler.disable()
+    pg, py, wall = backend_cpu() - pg0, time.process_time() - py0, time.perf_counter() - wall0
+    results = n * per_request
+    print(
+        f"projector, {results} results: CPU ms per 1000 results: python {1e6 * py / results:.1f}, "
+        f"postgres {1e6 * pg / results:.1f}, total {1e6 * (py + pg) / results:.1f} "
+        f"({results / (py + pg):,.0f} results per CPU-second); wall {wall:.2f} s"
+    )
+    if profiler:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
     return 0
 
 

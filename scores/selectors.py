@@ -161,22 +161,6 @@ def cached_game(slug: str) -> tuple[Game | None, dict[str, BoardConfig]]:
 
 
 _game_slug_of_board: dict[int, str] = {}
-_game_slug_of_id: dict[int, str] = {}
-
-
-def cached_game_config_by_id(game_id: int) -> GameConfig | None:
-    """The cached configuration of a game by its primary key (the projector's view)."""
-    slug = _game_slug_of_id.get(game_id)
-    if slug is None:
-        slug = Game.objects.filter(pk=game_id).values_list("slug", flat=True).first()
-        if slug is None:
-            return None
-        _game_slug_of_id[game_id] = slug
-    config = cached_game_config(slug)
-    if config is None or config.game.id != game_id:  # deleted (and maybe made again under that slug)
-        _game_slug_of_id.pop(game_id, None)
-        return None
-    return config
 
 
 def cached_game_config_of_board(board_id: int) -> GameConfig | None:

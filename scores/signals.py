@@ -10,7 +10,8 @@ score_accepted = Signal()
 friends_changed = Signal()
 
 # Sent after the projector's transaction that applied accepted matches to values commits
-# (anticheat/ runs its checks after the fact). kwargs: game_id: int, match_pks: list[int]
+# (anticheat/ runs its checks after the fact). kwargs: match_pks: list[int] (of any games;
+# held or voided ones among them are skipped by the receiver)
 matches_applied = Signal()
 
 # Sent after a moderation transaction (void, hold) commits: these values were recomputed and

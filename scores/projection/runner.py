@@ -190,7 +190,11 @@ def owned_partitions() -> set[int]:
     (a projector that died, or lost its connection, owns nothing)."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objsubid = 2 AND granted",
+            """
+            SELECT objid FROM pg_locks
+            WHERE locktype = 'advisory' AND classid = %s AND objsubid = 2 AND granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """,
             [OWN],
         )
         return {int(p) for (p,) in cur.fetchall()}

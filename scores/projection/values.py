@@ -1,61 +1,44 @@
-"""Folding results into values: which windows a result counts in, how a batch's results merge
-per (board, window, player), and the conditional upserts that write them.
+"""Folding a batch of results into values, set-based: one statement per batch.
 
-- best boards: a value is replaced only by a larger encoded score (`WHERE EXCLUDED.encoded >
-  pv.encoded`), so a replay or an out-of-order batch can never lower it;
-- total boards: the sum, with the encoded score recomputed in SQL from the new sum, so two
-  appliers of one player (which the apply locks prevent anyway) could not lose an addition.
+The statement (FOLD below) claims the batch's pending rows and, in SQL:
+1. reads their accepted results (the partitions of scores_result their ended_at spans);
+2. expands each result into the windows it counts in: "all", daily, weekly, monthly in the
+   game's reset time zone, the seasons it falls in, and on a regional board the same windows
+   of the player's region (prefixed "eu/...", in the region's zone) - the rules of
+   scores.windows.windows_for, which result_windows() below spells in Python for the request
+   side and moderation (tests/scores/test_windows_sql.py keeps the two equal);
+3. drops the windows whose cutoff came before the match began to count (cutoffs.COUNTS_FROM);
+4. aggregates per (board, window, player), as a statement cannot update a row twice: best
+   boards keep the largest encoded score (the first such match on a tie), total boards sum
+   (reached_at by total_reached_at()'s rule, the latest part's metadata);
+5. upserts: best boards only where the new encoded score is larger (rows that would not
+   change are filtered out first, so they are not even locked), totals add up, with the
+   encoded score recomputed in SQL from the new sum;
+6. applies the latest display name each player was sent;
+and returns every value that changed, for the outbox and the Redis mirror.
 
-Rows are written in a fixed order (board, window, player), so concurrent batches cannot
-deadlock, and a batch is pre-aggregated (a statement cannot update one row twice). Every
-changed value goes to the board outbox in the same transaction; after commit `score_accepted`
-tells boards/ to mirror the absolute values into Redis.
+Rows are written in (board, window, player) order, so two writers cannot deadlock. Postgres
+does the per-result work in C; Python only shapes what changed.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from django.db import connection
 
 from scores import encoding, pgarrays
-from scores.cutoffs import cutoffs_of
+from scores.cutoffs import COUNTS_FROM
+from scores.locks import PARTITIONS
 from scores.selectors import BoardConfig, GameConfig
 from scores.send import send_on_commit
 from scores.signals import score_accepted
 from scores.windows import in_region, windows_for
 
 Entry = tuple[int, str, int, int]  # board_id, window, player_id, encoded
-
-
-@dataclass(frozen=True)
-class Counted:
-    """One accepted result, as the projector applies it."""
-
-    match_pk: int
-    ended_at: datetime
-    counts_from: datetime  # when its match began to count (cutoffs.COUNTS_FROM)
-    player_id: int
-    board: BoardConfig
-    score: int
-    metadata: dict[str, Any] | None
-    region: str | None = None
-
-
-@dataclass
-class _Value:
-    """One player's contribution to one board window, pre-aggregated within a batch."""
-
-    value: int
-    reached_at: datetime
-    encoded: int
-    metadata: dict[str, Any] | None
-    latest_at: datetime  # ended_at of the latest contribution (the metadata's source)
 
 
 def result_windows(config: GameConfig, board: BoardConfig, ended_at: datetime, region: str | None) -> list[str]:
@@ -65,52 +48,6 @@ def result_windows(config: GameConfig, board: BoardConfig, ended_at: datetime, r
         tz = config.regions[region].timezone
         found += [in_region(region, w) for w in windows_for(ended_at, tz, board.windows, config.seasons)]
     return found
-
-
-def values_fold(config: GameConfig, results: Sequence[Counted]) -> list[Entry]:
-    """Count results in their players' values; record the changes in the outbox and mirror
-    them after commit. A result counts in every window it falls in whose cutoff, if any, came
-    after its match began to count. Returns what changed. The caller owns the transaction."""
-    if not results:
-        return []
-    # A batch's results share few end instants: derive each (instant, board, region)'s windows once.
-    counted: dict[tuple[datetime, int, str | None], list[str]] = {}
-    for r in results:
-        key = (r.ended_at, r.board.id, r.region)
-        if key not in counted:
-            counted[key] = result_windows(config, r.board, r.ended_at, r.region)
-    cutoffs = cutoffs_of((board_id, w) for (_, board_id, _), ws in counted.items() for w in ws)
-    values: dict[tuple[int, str, int], _Value] = {}
-    for r in results:
-        board = r.board
-        encoded = None if board.mode == "total" else encoding.encode(board, r.score, r.ended_at)
-        for window in counted[(r.ended_at, board.id, r.region)]:
-            cut = cutoffs.get((board.id, window)) if cutoffs else None
-            if cut is not None and r.counts_from >= cut:
-                continue  # the window's standings were frozen before this match counted
-            _merge(values, board, (board.id, window, r.player_id), r, encoded)
-    changed = _values_upsert(config, values)
-    if changed:
-        outbox_id = outbox_insert(outbox_entries((b, w, p) for b, w, p, _ in changed))
-        send_on_commit(score_accepted, sender=None, outbox_id=outbox_id, entries=changed)
-    return changed
-
-
-def _merge(values: dict, board: BoardConfig, key: tuple[int, str, int], r: Counted, encoded: int | None) -> None:
-    """Fold one result into the batch's value for a (board, window, player); `encoded` is the
-    result's own encoded score on a best board (the same in every window)."""
-    current = values.get(key)
-    if board.mode == "total":
-        if current is None:
-            values[key] = _Value(r.score, r.ended_at, 0, r.metadata, r.ended_at)
-            return
-        current.reached_at = total_reached_at(current.value, current.reached_at, r.score, r.ended_at)
-        current.value += r.score
-        if r.ended_at >= current.latest_at:
-            current.metadata, current.latest_at = r.metadata, r.ended_at
-        return
-    if current is None or encoded > current.encoded:
-        values[key] = _Value(r.score, r.ended_at, encoded, r.metadata, r.ended_at)
 
 
 def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime) -> datetime:
@@ -125,83 +62,137 @@ def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime)
     return min(at_a, at_b)
 
 
-# Both upserts insert a batch's pre-aggregated values in one statement, in a fixed order
-# (concurrent writers lock rows in the same order), and differ in how they merge.
-_UPSERT_HEAD = """
-INSERT INTO scores_playervalue AS pv
-    (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
-SELECT %(board)s, u.w, u.p, u.v, u.r, u.e, u.m::jsonb, u.l, clock_timestamp()
-FROM unnest(%(w)s::text[], %(p)s::bigint[], %(v)s::bigint[], %(r)s::timestamptz[], %(e)s::bigint[], %(m)s::text[],
-            %(l)s::timestamptz[])
-    WITH ORDINALITY AS u(w, p, v, r, e, m, l, n)
-ORDER BY u.n
-ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+# --- the statement -----------------------------------------------------------------------
+
+# The zones a result's windows are derived in: the game's, and on a regional board the region
+# the player holds for the first season the match falls in (no season: the off-season claim).
+_ZONES = """
+    SELECT ''::text AS prefix, g.reset_timezone AS tz
+    UNION ALL
+    SELECT rg.slug || '/', rg.timezone
+    FROM scores_playerregion pr JOIN scores_region rg ON rg.id = pr.region_id
+    WHERE b.regions AND pr.player_id = res.player_id AND pr.season_id IS NOT DISTINCT FROM (
+        SELECT s.id FROM scores_season s
+        WHERE s.game_id = g.id AND s.starts_at <= res.ended_at AND res.ended_at < s.ends_at
+        ORDER BY s.starts_at, s.id LIMIT 1)
 """
 
-_BEST_UPSERT = (
-    _UPSERT_HEAD
-    + """
-    value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
-    metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, updated_at = clock_timestamp()
-WHERE EXCLUDED.encoded > pv.encoded
-RETURNING pv."window", pv.player_id, pv.encoded
+# windows_for() in SQL: the kinds the board keeps, in the zone's local calendar (ISO weeks).
+_WINDOWS = """
+    SELECT 'all' WHERE 'all' = ANY(b.windows)
+    UNION ALL SELECT 'daily:' || to_char(res.ended_at AT TIME ZONE z.tz, 'YYYY-MM-DD') WHERE 'daily' = ANY(b.windows)
+    UNION ALL SELECT 'weekly:' || to_char(res.ended_at AT TIME ZONE z.tz, 'IYYY-"W"IW') WHERE 'weekly' = ANY(b.windows)
+    UNION ALL SELECT 'monthly:' || to_char(res.ended_at AT TIME ZONE z.tz, 'YYYY-MM') WHERE 'monthly' = ANY(b.windows)
+    UNION ALL SELECT 'season:' || s.slug FROM scores_season s
+        WHERE 'season' = ANY(b.windows) AND s.game_id = g.id AND s.starts_at <= res.ended_at AND res.ended_at < s.ends_at
 """
-)
 
-# reached_at of a new total, by total_reached_at()'s rule.
+# Value part of a best board's score (encoding.value_part), per row's board.
+_BEST_PART = "CASE WHEN b.\"order\" = 'asc' THEN b.max_score - x.score ELSE x.score - b.min_score END"
+# The largest total a board tells apart (encoding.value_span - 1).
+_TOTAL_CAP = f"COALESCE(b.max_total, {encoding.VALUE_SPAN_LIMIT - 1})"
+
+# reached_at of a total merged with the row it lands on, by total_reached_at()'s rule.
 _TOTAL_REACHED = """CASE
         WHEN pv.value > 0 AND EXCLUDED.value > 0 THEN GREATEST(pv.reached_at, EXCLUDED.reached_at)
         WHEN pv.value > 0 THEN pv.reached_at
         WHEN EXCLUDED.value > 0 THEN EXCLUDED.reached_at
         ELSE LEAST(pv.reached_at, EXCLUDED.reached_at) END"""
 
-# The encoded score of a total is recomputed in SQL from the summed value.
-_TOTAL_ENCODED = encoding.sql_encoded("LEAST(pv.value + EXCLUDED.value, %(cap)s)", _TOTAL_REACHED)
-_TOTAL_UPSERT = (
-    _UPSERT_HEAD
-    + f"""
-    value = pv.value + EXCLUDED.value,
-    reached_at = {_TOTAL_REACHED},
-    encoded = {_TOTAL_ENCODED},
-    metadata = CASE WHEN EXCLUDED.latest_at >= pv.latest_at THEN EXCLUDED.metadata ELSE pv.metadata END,
-    latest_at = GREATEST(pv.latest_at, EXCLUDED.latest_at),
-    updated_at = clock_timestamp()
-RETURNING pv."window", pv.player_id, pv.encoded
-"""
+FOLD = f"""
+WITH claimed AS (
+    DELETE FROM scores_pending WHERE id = ANY(%(ids)s::bigint[])
+    RETURNING partition, match_pks, ended_from, ended_to
+), wanted AS (
+    SELECT DISTINCT c.partition, x.pk, c.ended_from, c.ended_to FROM claimed c, unnest(c.match_pks) AS x(pk)
+), res AS MATERIALIZED (
+    -- a result is read by the partition its player falls in (a match with players in several
+    -- partitions is pending in several rows)
+    SELECT r.match_id, r.ended_at, {COUNTS_FROM} AS counts_from, r.player_id, r.board_id, r.score, r.metadata,
+           r.display_name
+    FROM wanted w
+    JOIN scores_result r ON r.match_id = w.pk AND r.ended_at >= w.ended_from AND r.ended_at <= w.ended_to
+        AND mod(r.player_id, {PARTITIONS}) = w.partition
+    JOIN scores_match m ON m.id = r.match_id AND m.status = 'accepted'
+), counted AS MATERIALIZED (
+    SELECT b.id AS board_id, b.mode, z.prefix || wn.w AS "window", res.player_id, res.match_id, res.score,
+           res.ended_at, res.metadata
+    FROM res
+    JOIN scores_board b ON b.id = res.board_id
+    JOIN scores_game g ON g.id = b.game_id
+    CROSS JOIN LATERAL ({_ZONES}) AS z
+    CROSS JOIN LATERAL ({_WINDOWS}) AS wn(w)
+    LEFT JOIN scores_windowcutoff c ON c.board_id = b.id AND c."window" = z.prefix || wn.w
+    WHERE c.cut_at IS NULL OR res.counts_from < c.cut_at
+), best_new AS (
+    SELECT DISTINCT ON (x.board_id, x."window", x.player_id)
+        x.board_id, x."window", x.player_id, x.score AS value, x.ended_at AS reached_at,
+        {encoding.sql_encoded(_BEST_PART, "x.ended_at")} AS encoded, x.metadata, x.ended_at AS latest_at
+    FROM counted x JOIN scores_board b ON b.id = x.board_id
+    WHERE x.mode = 'best'
+    ORDER BY x.board_id, x."window", x.player_id, encoded DESC, x.match_id
+), best AS (
+    INSERT INTO scores_playervalue AS pv
+        (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
+    SELECT n.board_id, n."window", n.player_id, n.value, n.reached_at, n.encoded, n.metadata, n.latest_at,
+           clock_timestamp()
+    FROM best_new n
+    WHERE NOT EXISTS (
+        SELECT 1 FROM scores_playervalue o
+        WHERE o.board_id = n.board_id AND o."window" = n."window" AND o.player_id = n.player_id
+          AND o.encoded >= n.encoded)
+    ORDER BY n.board_id, n."window", n.player_id
+    ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+        value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
+        metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, updated_at = clock_timestamp()
+    WHERE EXCLUDED.encoded > pv.encoded
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+), total_new AS (
+    SELECT x.board_id, x."window", x.player_id, SUM(x.score)::bigint AS value,
+        COALESCE(MAX(x.ended_at) FILTER (WHERE x.score > 0), MIN(x.ended_at)) AS reached_at,
+        (array_agg(x.metadata ORDER BY x.ended_at DESC, x.match_id DESC))[1] AS metadata,
+        MAX(x.ended_at) AS latest_at
+    FROM counted x WHERE x.mode = 'total'
+    GROUP BY x.board_id, x."window", x.player_id
+), total AS (
+    INSERT INTO scores_playervalue AS pv
+        (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
+    SELECT n.board_id, n."window", n.player_id, n.value, n.reached_at,
+           {encoding.sql_encoded(f"LEAST(n.value, {_TOTAL_CAP})", "n.reached_at")}, n.metadata, n.latest_at,
+           clock_timestamp()
+    FROM total_new n JOIN scores_board b ON b.id = n.board_id
+    ORDER BY n.board_id, n."window", n.player_id
+    ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+        value = pv.value + EXCLUDED.value,
+        reached_at = {_TOTAL_REACHED},
+        encoded = {encoding.sql_encoded("LEAST(pv.value + EXCLUDED.value, (SELECT " + _TOTAL_CAP + " FROM scores_board b WHERE b.id = pv.board_id))", _TOTAL_REACHED)},
+        metadata = CASE WHEN EXCLUDED.latest_at >= pv.latest_at THEN EXCLUDED.metadata ELSE pv.metadata END,
+        latest_at = GREATEST(pv.latest_at, EXCLUDED.latest_at),
+        updated_at = clock_timestamp()
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+), names AS (
+    UPDATE scores_player p SET display_name = n.display_name
+    FROM (SELECT DISTINCT ON (player_id) player_id, display_name FROM res
+          WHERE display_name IS NOT NULL ORDER BY player_id, match_id DESC) n
+    WHERE p.id = n.player_id AND p.display_name <> n.display_name
+    RETURNING 1
 )
+SELECT NULL::bigint, NULL::text, (SELECT count(*) FROM res), (SELECT count(*) FROM names)
+UNION ALL SELECT * FROM best
+UNION ALL SELECT * FROM total
+"""
 
 
-def _values_upsert(config: GameConfig, values: dict[tuple[int, str, int], _Value]) -> list[Entry]:
-    """Apply aggregated contributions; return (board_id, window, player_id, encoded) of every
-    value that changed."""
-    by_board: dict[int, list[tuple[str, int, _Value]]] = {}
-    for (board_id, window, player_id), v in sorted(values.items(), key=lambda kv: kv[0]):
-        by_board.setdefault(board_id, []).append((window, player_id, v))
-    boards = {b.id: b for b in config.boards.values()}
-    changed: list[Entry] = []
+def values_project(claim_ids: list[int]) -> tuple[int, list[Entry]]:
+    """Apply the claimed pending rows: (results counted, values that changed). After commit,
+    boards/ mirrors what changed (score_accepted), through an outbox row written here."""
     with connection.cursor() as cur:
-        for board_id, items in by_board.items():
-            board = boards[board_id]
-            total = board.mode == "total"
-            params = {
-                "board": board_id,
-                "w": pgarrays.texts(w for w, _, _ in items),
-                "p": pgarrays.ints(p for _, p, _ in items),
-                "v": pgarrays.ints(v.value for _, _, v in items),
-                "r": pgarrays.timestamps(v.reached_at for _, _, v in items),
-                "e": pgarrays.ints(
-                    encoding.encode(board, v.value, v.reached_at) if total else v.encoded for _, _, v in items
-                ),
-                "m": pgarrays.texts(json.dumps(v.metadata) if v.metadata is not None else None for _, _, v in items),
-                "l": pgarrays.timestamps(v.latest_at for _, _, v in items),
-            }
-            if total:
-                params.update(encoding.sql_params(), cap=encoding.value_span(board) - 1)
-                cur.execute(_TOTAL_UPSERT, params)
-            else:
-                cur.execute(_BEST_UPSERT, params)
-            changed.extend((board_id, w, p, e) for w, p, e in cur.fetchall())
-    return changed
+        cur.execute(FOLD, {"ids": pgarrays.ints(claim_ids), **encoding.sql_params()})
+        head, *changed = cur.fetchall()
+    if changed:
+        outbox_id = outbox_insert(outbox_entries((b, w, p) for b, w, p, _ in changed))
+        send_on_commit(score_accepted, outbox_id=outbox_id, entries=changed)
+    return head[2], changed
 
 
 def outbox_insert(entries: list[list], *, rewrite: bool = False) -> int:
