@@ -50,6 +50,9 @@ def _run(argv: list[str] | None) -> int:
     parser.add_argument("--players", type=int, default=1_000_000)
     parser.add_argument("--database", default="leaderboard_ingest_cpu")
     parser.add_argument("--profile", choices=["request", "projector"], help="print a cProfile of one side")
+    parser.add_argument(
+        "--projector-batch", type=int, default=None, help="matches per projector batch (default: all pending at once)"
+    )
     args = parser.parse_args(argv)
     if "cpu" not in args.database:
         parser.error("the database is emptied: its name must contain 'cpu'")
@@ -127,7 +130,7 @@ def _run(argv: list[str] | None) -> int:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    from scores.projection import pending_apply
+    from scores.projection import batch_apply, pending_apply
 
     for _ in range(3):
         request()
@@ -152,7 +155,11 @@ def _run(argv: list[str] | None) -> int:
     pg0, py0, wall0 = backend_cpu(), time.process_time(), time.perf_counter()
     if profiler and args.profile == "projector":
         profiler.enable()
-    pending_apply()
+    if args.projector_batch:
+        while batch_apply(max_matches=args.projector_batch).rows:
+            pass
+    else:
+        pending_apply()
     if profiler and args.profile == "projector":
         profiler.disable()
     pg, py, wall = backend_cpu() - pg0, time.process_time() - py0, time.perf_counter() - wall0

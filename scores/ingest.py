@@ -5,11 +5,12 @@ A submission (one match, or a batch of up to 1000) costs, on the usual path:
     BEGIN
     the append statement: upsert the players (ON CONFLICT DO NOTHING), insert the matches
         (ON CONFLICT (game, match_id) DO NOTHING), insert the results of the new ones, queue them
-        for the projector (scores_pending) and wake it (NOTIFY); return what was new, what was
+        for the projector (scores_pending); return what was new, what was
         stored before, the players' ids and their current all-time values
     the synchronous anti-cheat rules on the new matches (anticheat/ registers them): one Redis
         round trip for the rate counters; rejects are deleted again, holds marked, both audited
     COMMIT                                   synchronous_commit stays on: a 2xx is on disk
+    NOTIFY the projector                     its own transaction, after the commit (see _wake)
 
 Values, boards, live pushes and the after-the-fact checks follow in the projector
 (scores/projection/), in batches. Nothing here touches scores_playervalue or Redis directly.
@@ -41,6 +42,7 @@ from scores.models import Game, ServerKey
 from scores.projection.batch import PARTITIONS
 from scores.projection.values import result_windows
 from scores.selectors import GameConfig, game_config
+from scores.sql import fetch_prepared
 from scores.windows import claim_seasons
 
 NOTIFY_CHANNEL = "lb_projector"
@@ -259,10 +261,25 @@ def _store(
         _region_claims_store(config, kept, appended.players)
     for checks in _checks:
         checks.record(config=config, server_key=server_key, rejected=rejected, held=held)
-    if settings.PROJECTOR_INLINE and appended.new:
-        from scores.projection import pending_apply
+    if appended.new:
+        if settings.PROJECTOR_INLINE:
+            from scores.projection import pending_apply
 
-        transaction.on_commit(pending_apply)
+            transaction.on_commit(pending_apply)
+        else:
+            transaction.on_commit(_wake, robust=True)  # a failed wake-up fails nothing
+
+
+def _wake() -> None:
+    """Tell the projector there is work (it also looks every second on its own).
+
+    Not inside the submission's transaction: a transaction that NOTIFYs holds a global lock
+    from before its commit record is flushed until after, so every submission's commit would
+    wait for the one before it (one WAL flush at a time: ~110 submissions/s here, measured).
+    Here it is a transaction of its own, whose commit need not wait for the disk (a lost
+    wake-up is harmless), so the lock is held for microseconds."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT set_config('synchronous_commit', 'off', true), pg_notify(%s, '')", [NOTIFY_CHANNEL])
 
 
 def _judge(
@@ -344,7 +361,7 @@ class _Appended:
 
 # One statement, in this order of effect: the shared ingest lock, then the stamp; players that
 # are new; matches that are new; their results; one pending row per projector partition they
-# touch; a NOTIFY (delivered at commit). Its one row of arrays answers everything the request
+# touch. Its one row of arrays answers everything the request
 # still has to decide. A result whose player is neither inserted nor visible (created by a
 # request that committed after this statement's snapshot) gets a NULL player and fails the
 # NOT NULL constraint: see _PlayerRace.
@@ -408,7 +425,7 @@ SELECT
     (SELECT array_agg(board_id) FROM history), (SELECT array_agg(external_id) FROM history),
     (SELECT array_agg(encoded) FROM history),
     (SELECT array_agg(board_id) FROM cuts), (SELECT array_agg("window") FROM cuts),
-    (SELECT count(*) FROM (SELECT pg_notify(%(channel)s, '') FROM queued LIMIT 1) AS n)
+    (SELECT count(*) FROM queued)
 """
 
 
@@ -445,15 +462,12 @@ def _append(
         "rdn": pgarrays.texts(r.display_name for _, r in results),
         "parts": PARTITIONS,
         "hb": pgarrays.ints(sorted(history_boards)),
-        "channel": NOTIFY_CHANNEL,
         "cb": pgarrays.ints(b for b, _ in pairs),
         "cw": pgarrays.texts(w for _, w in pairs),
     }
     try:
         # no savepoint of its own: a failure here fails the whole submission's transaction
-        with connection.cursor() as cur:
-            cur.execute(_APPEND, params)
-            row = cur.fetchone()
+        (row,) = fetch_prepared(_APPEND, params)
     except IntegrityError as exc:
         if "player_id" in str(exc):
             raise _PlayerRace from exc

@@ -2,10 +2,9 @@
 
     BEGIN
       apply locks of the partitions (scores/locks.py)   skip the ones a void holds now
-      the oldest pending rows of those partitions       whole rows, up to MAX_MATCHES matches
-      the fold (values.py), one statement: DELETE the claimed rows (the progress, committed
-        with the values), expand their accepted results into windows, aggregate, upsert,
-        apply display names
+      the fold (values.py), one statement: DELETE the oldest pending rows of those partitions
+        (whole rows, up to MAX_MATCHES matches: the progress, committed with the values),
+        expand their accepted results into windows, aggregate, upsert, apply display names
       INSERT scores_boardoutbox                         what changed, for the Redis mirror
     COMMIT
     after commit: score_accepted (boards/ mirrors to Redis, live updates),
@@ -24,7 +23,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from scores import locks, pgarrays
+from scores import locks
 from scores.projection.values import values_project
 from scores.send import send_on_commit
 from scores.signals import matches_applied
@@ -72,39 +71,13 @@ def batch_apply(
         if not locked:
             return report
         report.partitions = locked
-        claim = _claim(locked, max_matches, upto_id)
-        if not claim:
+        folded = values_project(partitions=locked, max_matches=max_matches, upto_id=upto_id)
+        if not folded.rows:
             return report
-        report.rows = len(claim)
-        report.oldest = min(created for _, _, created in claim)
-        match_pks = sorted({pk for _, pks, _ in claim for pk in pks})
-        report.matches = len(match_pks)
-        report.results, changed = values_project([pk for pk, _, _ in claim])
-        report.values = len(changed)
-        send_on_commit(matches_applied, match_pks=match_pks)
+        report.rows, report.oldest, report.matches = folded.rows, folded.oldest, len(folded.match_pks)
+        report.results, report.values = folded.results, len(folded.changed)
+        send_on_commit(matches_applied, match_pks=folded.match_pks)
     return report
-
-
-def _claim(partitions: list[int], max_matches: int, upto_id: int | None) -> list[tuple[int, list[int], datetime]]:
-    """(id, match pks, created_at) of the oldest pending rows of the partitions, as many whole
-    rows as fit max_matches (at least one)."""
-    with connection.cursor() as cur:
-        cur.execute(
-            """
-            SELECT id, match_pks, created_at FROM scores_pending
-            WHERE partition = ANY(%s::int[]) AND (%s::bigint IS NULL OR id <= %s::bigint)
-            ORDER BY id LIMIT 1000
-            """,
-            [pgarrays.ints(partitions), upto_id, upto_id],
-        )
-        rows = cur.fetchall()
-    picked, total = [], 0
-    for pk, pks, created in rows:
-        if picked and total + len(pks) > max_matches:
-            break
-        picked.append((pk, pks, created))
-        total += len(pks)
-    return picked
 
 
 def pending_apply(*, partitions: Sequence[int] = ALL_PARTITIONS, upto_id: int | None = None) -> int:

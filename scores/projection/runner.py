@@ -1,9 +1,10 @@
 """The projector process (`manage.py projector`): applies pending matches batch after batch.
 
-- It wakes on NOTIFY (the ingest statement notifies at commit), so a quiet service applies a
+- It wakes on NOTIFY (each submission notifies after its commit), so a quiet service applies a
   submission within milliseconds; with nothing notified it still looks every `idle_seconds`.
-  Under load it does not wait at all: each batch takes whatever is pending, up to MAX_MATCHES,
-  so batches grow with the load and the cost per result falls.
+  While submissions keep coming it runs one batch per INTERVAL_SECONDS, each taking whatever is
+  pending (up to MAX_MATCHES; a backlog is taken batch after batch without pause), so batches
+  grow with the load and the cost per result falls.
 - Partitions: a process applies the partitions it owns. Ownership is a session advisory lock
   held on its LISTEN connection, so two processes never own one partition, and when a process
   dies (its connection drops) another that wants the partition takes it within OWN_RETRY_SECONDS.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import threading
 import time
@@ -37,6 +39,11 @@ OWN = 7303  # advisory lock namespace of partition ownership (scores/locks.py ha
 OWN_RETRY_SECONDS = 5.0
 PARTITIONS_EVERY_SECONDS = 3600.0
 REPORT_EVERY_SECONDS = 30.0
+# While submissions keep coming, at most one batch per interval (a backlog is taken at once,
+# batch after full batch; the first submission after a quiet spell is applied at once): the
+# cost of a batch is mostly fixed, so this bounds the projector's CPU at any submission rate, at
+# the price of up to this much more delay before a result shows.
+INTERVAL_SECONDS = float(os.environ.get("PROJECTOR_INTERVAL_MS", "20")) / 1000
 
 
 @dataclass
@@ -54,10 +61,12 @@ class Projector:
         *,
         partitions: Sequence[int] = ALL_PARTITIONS,
         idle_seconds: float = 1.0,
+        interval_seconds: float = INTERVAL_SECONDS,
         max_matches: int = MAX_MATCHES,
     ) -> None:
         self.wanted = sorted(set(partitions))
         self.idle_seconds = idle_seconds
+        self.interval_seconds = interval_seconds
         self.max_matches = max_matches
         self.stopping = threading.Event()
         self.totals = Totals()
@@ -110,23 +119,29 @@ class Projector:
             if now >= report_at + REPORT_EVERY_SECONDS:
                 report_at = now
                 self._report()
-            if self._owned and self.step():
-                self._drain_notifications()  # whatever they announced, the next batch takes
+            started = time.monotonic()
+            applied = self.step() if self._owned else 0
+            if applied >= self.max_matches:
+                continue  # a backlog: the next full batch at once
+            if applied:
+                # Work is arriving: gather it for the rest of the interval, so a batch's fixed
+                # cost (its statements, the Redis round trips) is shared by many submissions.
+                self._pause_until(started + self.interval_seconds)
                 continue
-            self._wait(self.idle_seconds)
+            self._wait(self.idle_seconds)  # idle: the next submission wakes us at once
 
-    def step(self) -> bool:
-        """One batch over the owned partitions; True if it applied anything."""
+    def step(self) -> int:
+        """One batch over the owned partitions; returns how many matches it applied."""
         report = batch_apply(partitions=self._owned, max_matches=self.max_matches)
         if not report.rows:
-            return False
+            return 0
         t = self.totals
         t.batches += 1
         t.matches += report.matches
         t.results += report.results
         if report.oldest is not None:
             t.max_lag_ms = max(t.max_lag_ms, (timezone.now() - report.oldest).total_seconds() * 1000)
-        return True
+        return max(report.matches, 1)
 
     # --- Postgres: the LISTEN connection, which also holds the ownership locks ------------
 
@@ -163,6 +178,15 @@ class Projector:
             "SELECT p FROM unnest(%s::int[]) AS u(p) WHERE pg_try_advisory_lock(%s, p)", [free, OWN]
         ).fetchall()
         self._owned = sorted(self._owned + [p for (p,) in rows])
+
+    def _pause_until(self, moment: float) -> None:
+        """Sleep until `moment` (monotonic), swallowing the notifications that arrive meanwhile:
+        the next batch takes what they announced."""
+        assert self._listen is not None
+        remaining = moment - time.monotonic()
+        if remaining > 0:
+            for _ in self._listen.notifies(timeout=remaining):
+                pass
 
     def _wait(self, seconds: float) -> None:
         assert self._listen is not None

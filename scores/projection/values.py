@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
@@ -36,6 +37,7 @@ from scores.locks import PARTITIONS
 from scores.selectors import BoardConfig, GameConfig
 from scores.send import send_on_commit
 from scores.signals import score_accepted
+from scores.sql import fetch_prepared
 from scores.windows import in_region, windows_for
 
 Entry = tuple[int, str, int, int]  # board_id, window, player_id, encoded
@@ -100,20 +102,37 @@ _TOTAL_REACHED = """CASE
         ELSE LEAST(pv.reached_at, EXCLUDED.reached_at) END"""
 
 FOLD = f"""
-WITH claimed AS (
-    DELETE FROM scores_pending WHERE id = ANY(%(ids)s::bigint[])
-    RETURNING partition, match_pks, ended_from, ended_to
+WITH picked AS (
+    -- the oldest pending rows of the partitions, whole, while the matches before each fit the
+    -- batch (always the first); the caller holds the partitions' apply locks
+    SELECT id FROM (
+        SELECT id, sum(cardinality(match_pks)) OVER (ORDER BY id) - cardinality(match_pks) AS before
+        FROM scores_pending WHERE partition = ANY(%(parts)s::int[]) AND id <= %(upto)s ORDER BY id LIMIT 1000
+    ) AS queue WHERE before < %(max)s
+), claimed AS (
+    DELETE FROM scores_pending WHERE id IN (SELECT id FROM picked)
+    RETURNING partition, match_pks, ended_from, ended_to, created_at
 ), wanted AS (
     SELECT DISTINCT c.partition, x.pk, c.ended_from, c.ended_to FROM claimed c, unnest(c.match_pks) AS x(pk)
 ), res AS MATERIALIZED (
     -- a result is read by the partition its player falls in (a match with players in several
-    -- partitions is pending in several rows)
+    -- partitions is pending in several rows). LATERAL with a fence (LIMIT/OFFSET, so the planner
+    -- cannot flatten it): index lookups per claimed match whatever it believes of the tables'
+    -- sizes (statistics lag tables that grow quickly: a hash join over all of scores_match was
+    -- its choice on a young database)
     SELECT r.match_id, r.ended_at, {COUNTS_FROM} AS counts_from, r.player_id, r.board_id, r.score, r.metadata,
            r.display_name
     FROM wanted w
-    JOIN scores_result r ON r.match_id = w.pk AND r.ended_at >= w.ended_from AND r.ended_at <= w.ended_to
-        AND mod(r.player_id, {PARTITIONS}) = w.partition
-    JOIN scores_match m ON m.id = r.match_id AND m.status = 'accepted'
+    CROSS JOIN LATERAL (
+        SELECT m.status, m.counts_from, m.received_at FROM scores_match m WHERE m.id = w.pk LIMIT 1
+    ) AS m
+    CROSS JOIN LATERAL (
+        SELECT r.* FROM scores_result r
+        WHERE r.match_id = w.pk AND r.ended_at >= w.ended_from AND r.ended_at <= w.ended_to
+          AND mod(r.player_id, {PARTITIONS}) = w.partition
+        OFFSET 0
+    ) AS r
+    WHERE m.status = 'accepted'
 ), counted AS MATERIALIZED (
     SELECT b.id AS board_id, b.mode, z.prefix || wn.w AS "window", res.player_id, res.match_id, res.score,
            res.ended_at, res.metadata
@@ -176,23 +195,42 @@ WITH claimed AS (
           WHERE display_name IS NOT NULL ORDER BY player_id, match_id DESC) n
     WHERE p.id = n.player_id AND p.display_name <> n.display_name
     RETURNING 1
-)
-SELECT NULL::bigint, NULL::text, (SELECT count(*) FROM res), (SELECT count(*) FROM names)
-UNION ALL SELECT * FROM best
-UNION ALL SELECT * FROM total
+), changed AS (SELECT * FROM best UNION ALL SELECT * FROM total)
+SELECT (SELECT count(*) FROM claimed), (SELECT min(created_at) FROM claimed),
+    (SELECT array_agg(DISTINCT pk) FROM wanted), (SELECT count(*) FROM res), (SELECT count(*) FROM names),
+    (SELECT array_agg(board_id) FROM changed), (SELECT array_agg("window") FROM changed),
+    (SELECT array_agg(player_id) FROM changed), (SELECT array_agg(encoded) FROM changed)
 """
 
 
-def values_project(claim_ids: list[int]) -> tuple[int, list[Entry]]:
-    """Apply the claimed pending rows: (results counted, values that changed). After commit,
-    boards/ mirrors what changed (score_accepted), through an outbox row written here."""
-    with connection.cursor() as cur:
-        cur.execute(FOLD, {"ids": pgarrays.ints(claim_ids), **encoding.sql_params()})
-        head, *changed = cur.fetchall()
+@dataclass
+class Folded:
+    rows: int  # pending rows claimed (the batch)
+    oldest: datetime | None  # when the oldest of them was committed
+    match_pks: list[int]  # the matches they listed (held or voided ones included)
+    results: int  # accepted results counted
+    changed: list[Entry]  # values that changed
+
+
+NO_LIMIT = 2**63 - 1
+
+
+def values_project(*, partitions: Sequence[int], max_matches: int, upto_id: int | None) -> Folded:
+    """Claim and apply the oldest pending rows of these partitions (the caller holds their
+    apply locks). After commit, boards/ mirrors what changed (score_accepted), through an outbox
+    row written here."""
+    params = {
+        "parts": pgarrays.ints(partitions),
+        "upto": NO_LIMIT if upto_id is None else upto_id,
+        "max": max_matches,
+        **encoding.sql_params(),
+    }
+    ((rows, oldest, match_pks, results, _, boards, windows, players, encoded),) = fetch_prepared(FOLD, params)
+    changed = list(zip(boards or [], windows or [], players or [], encoded or [], strict=True))
     if changed:
         outbox_id = outbox_insert(outbox_entries((b, w, p) for b, w, p, _ in changed))
         send_on_commit(score_accepted, outbox_id=outbox_id, entries=changed)
-    return head[2], changed
+    return Folded(rows, oldest, match_pks or [], results, changed)
 
 
 def outbox_insert(entries: list[list], *, rewrite: bool = False) -> int:

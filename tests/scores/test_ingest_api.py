@@ -285,9 +285,11 @@ def test_single_submission_query_count_is_pinned(server: SignedClient, game, set
     with CaptureQueriesContext(connection) as ctx:
         better = a_match("m-counted", results=[{"player": "p42", "board": "rating", "score": 1500}])
         assert server.post(URL, better).status_code == 201
-    # One statement in one transaction: players, match, results, the projector's pending row and
-    # its NOTIFY, with what was stored before and the windows' cutoffs read back (the game
-    # fixture's boards have every anti-cheat rule off, so no Redis either). Values, boards and
-    # live pushes are the projector's (test_projector.py pins a batch).
+    # One statement in one transaction: players, match, results, the projector's pending row,
+    # with what was stored before and the windows' cutoffs read back (the game fixture's boards
+    # have every anti-cheat rule off, so no Redis either); then the projector's wake-up, a
+    # NOTIFY of its own. Values, boards and live pushes are the projector's (test_projector.py
+    # pins a batch).
     statements = [q["sql"].split()[0].upper() for q in ctx.captured_queries]
-    assert statements == ["BEGIN", "WITH", "COMMIT"], statements
+    assert statements == ["BEGIN", "WITH", "COMMIT", "SELECT"], statements
+    assert "pg_notify" in ctx.captured_queries[-1]["sql"]

@@ -114,11 +114,11 @@ def test_a_projector_batch_is_a_fixed_handful_of_statements(server, game, deferr
     for board in ("rating", "points"):  # the boards' configuration is now cached in this process
         submit(server, f"warm-up-{board}", [{"player": "w", "board": board, "score": 5}])
     batch_apply()
-    # the locks, the oldest pending rows, the fold (one statement: claim, read, expand into
-    # windows, cutoffs, aggregate, upsert, names), the outbox: however many matches, boards,
-    # windows or display names the batch holds
+    # the locks, the fold (one statement: claim the oldest pending rows, read their results,
+    # expand into windows, cutoffs, aggregate, upsert, names), the outbox: however many
+    # matches, boards, windows or display names the batch holds
     plain = statements_of_a_batch(lambda i: {"player": f"p{i}", "board": "rating", "score": 5})
-    assert plain == ["BEGIN", "SELECT", "SELECT", "WITH", "INSERT", "COMMIT"], plain
+    assert plain == ["BEGIN", "SELECT", "WITH", "INSERT", "COMMIT"], plain
     named = statements_of_a_batch(
         lambda i: {"player": f"q{i}", "board": ("rating", "points")[i % 2], "score": 5, "display_name": "Q"}
     )
