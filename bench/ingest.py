@@ -22,6 +22,7 @@ import json
 import random
 import secrets
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -162,6 +163,47 @@ def wait_applied(pg: psycopg.Connection) -> dict[str, Any]:
         if not pending or waited >= APPLY_WAIT_SECONDS:
             return {"ok": not pending, "pending_rows": pending, "caught_up_after_s": round(waited, 2)}
         time.sleep(0.05)
+
+
+class LagSampler:
+    """Samples the projector's lag (the age of the oldest pending row, scores_pending) every
+    `every` seconds on a connection of its own while a scenario runs: `with LagSampler(url):`."""
+
+    def __init__(self, database_url: str, every: float = 0.1) -> None:
+        self.database_url = database_url
+        self.every = every
+        self.lags: list[float] = []
+        self.pending: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lag-sampler", daemon=True)
+
+    def __enter__(self) -> LagSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        with psycopg.connect(self.database_url, autocommit=True) as pg:
+            while not self._stop.wait(self.every):
+                count, age = pg.execute(
+                    "SELECT count(*), COALESCE(extract(epoch FROM clock_timestamp() - min(created_at)), 0) "
+                    "FROM scores_pending"
+                ).fetchone()  # type: ignore[misc]
+                self.pending.append(int(count))
+                self.lags.append(float(age))
+
+    def report(self) -> dict[str, Any]:
+        lags = sorted(self.lags)
+        return {
+            "samples": len(lags),
+            "max_s": round(lags[-1], 3) if lags else None,
+            "p99_s": round(percentile(lags, 99), 3) if lags else None,
+            "p50_s": round(percentile(lags, 50), 3) if lags else None,
+            "max_pending_rows": max(self.pending, default=None),
+        }
 
 
 def check_durable(pg: psycopg.Connection, game: int, acked: list[str]) -> dict[str, Any]:
