@@ -587,7 +587,8 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
         detail["batch_results_per_s"] = tally.ingest.measured_results / load_result.measured_seconds
     not_visible = found["outcome"].get("not visible", 0)
     check_writes(run, detail)
-    if not_visible or not samples:
+    # (a smoke run's second of saturating batches may leave the probers no turn: no failure there)
+    if not_visible or (not samples and not (loaded and args.smoke)):
         detail["check"] = f"{not_visible} of {len(samples) + not_visible} not visible within {FRESHNESS_TIMEOUT:g} s"
     log(
         f"{name}: {len(samples)} probes, p50 {detail['latency_ms']['p50']} ms, p99 {detail['latency_ms']['p99']} ms"
