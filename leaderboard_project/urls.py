@@ -14,6 +14,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
     path("api/v1/", include("scores.urls")),
+    path("api/v1/", include("anticheat.urls")),
     path("api/v1/", include("boards.urls")),
     path("api/v1/", include("seasons.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

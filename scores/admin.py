@@ -1,5 +1,4 @@
-from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib import admin
 from django.http import HttpRequest
 
 from scores.models import Board, Game, Match, Player, PlayerAccount, Result, Season, ServerKey
@@ -39,28 +38,17 @@ class GameAdmin(admin.ModelAdmin):
 
 @admin.register(ServerKey)
 class ServerKeyAdmin(admin.ModelAdmin):
-    """Keys are created with `create_server_key` (the secret is shown once, there);
-    here they are listed and revoked."""
+    """Keys are created with `create_server_key` (the secret is shown once, there); here they
+    are listed (anticheat/admin/keys.py adds the revoke action, which audits it)."""
 
     list_display = ("key_id", "name", "game", "scopes", "created_at", "revoked_at")
     list_filter = ("game", "revoked_at")
     search_fields = ("key_id", "name")
     readonly_fields = ("game", "key_id", "created_at", "revoked_at", "scopes")
     exclude = ("salt",)
-    actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
-
-    # revoking needs the change permission: a moderator may see keys but not revoke them
-    # unless granted scores.change_serverkey separately
-    @admin.action(description="Revoke selected keys (refused from their next request)", permissions=["change"])
-    def revoke(self, request: HttpRequest, queryset: QuerySet[ServerKey]) -> None:
-        from anticheat.services import Actor, server_key_revoke
-
-        for key in queryset:
-            server_key_revoke(key=key, actor=Actor.of_user(request.user))
-        self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
 
 
 class ResultInline(admin.TabularInline):

@@ -18,7 +18,6 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
@@ -108,10 +107,6 @@ def server_keys_changed(created: bool = False, **kwargs: object) -> None:
     A new key needs nothing: its random id cannot have been cached as unknown."""
     if not created:
         transaction.on_commit(lambda: cache.set(_GENERATION_KEY, secrets.token_hex(8), timeout=None))
-
-
-post_save.connect(server_keys_changed, sender=ServerKey, dispatch_uid="server-keys-changed-save")
-post_delete.connect(server_keys_changed, sender=ServerKey, dispatch_uid="server-keys-changed-delete")
 
 
 class ServerKeyAuthentication(BaseAuthentication):

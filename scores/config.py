@@ -6,12 +6,12 @@ with any problem is refused whole."""
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from anticheat.thresholds import thresholds_parse
 from scores import encoding, formats
 from scores.ids import is_slug
 from scores.windows import ROLLING_WINDOWS, WINDOW_KINDS
@@ -160,9 +160,25 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
     return spec
 
 
+# Parsers of a board's sub-tables that belong to an app above this one (the anti-cheat
+# thresholds): registered from that app's AppConfig.ready(), so the durable core imports none.
+# A parser returns the table's settings or raises ValueError((key, message)).
+_table_parsers: dict[str, Callable[[Any], dict[str, int | float]]] = {}
+
+
+def board_table_register(name: str, parser: Callable[[Any], dict[str, int | float]]) -> None:
+    _table_parsers[name] = parser
+
+
 def _anticheat(raw: dict[str, Any], p: str) -> tuple[tuple[str, int | float], ...]:
+    table = raw.get("anticheat", {})
+    parser = _table_parsers.get("anticheat")
+    if parser is None:
+        if table:
+            raise ConfigError(p + "anticheat", "no installed app reads anti-cheat thresholds")
+        return ()
     try:
-        return tuple(sorted(thresholds_parse(raw.get("anticheat", {})).items()))
+        return tuple(sorted(parser(table).items()))
     except ValueError as exc:
         key, message = exc.args
         raise ConfigError(p + "anticheat" + (f".{key}" if key else ""), message) from None

@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, connection
-from django.db.models.signals import post_delete, post_save
 
 from scores import encoding, ids, windows
 from scores.models import Board, Friendship, Game, Player, PlayerAccount, Region, Season
@@ -202,11 +201,6 @@ def cached_board(game_slug: str, board_slug: str) -> BoardConfig | None:
 def config_cache_clear(**kwargs: Any) -> None:
     with _config_lock:
         _config_cache.clear()
-
-
-for _model in (Game, Board, Season, Region):
-    post_save.connect(config_cache_clear, sender=_model, dispatch_uid=f"config-cache-{_model.__name__}-save")
-    post_delete.connect(config_cache_clear, sender=_model, dispatch_uid=f"config-cache-{_model.__name__}-delete")
 
 
 # --- players --------------------------------------------------------------------------------

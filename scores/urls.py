@@ -7,9 +7,6 @@ urlpatterns = [
     path("games/<str:game>", api.GameApi.as_view(), name="games-describe"),
     path("games/<str:game>/matches", api.MatchSubmitApi.as_view(), name="matches-submit"),
     path("games/<str:game>/matches/batch", api.MatchBatchApi.as_view(), name="matches-batch"),
-    # match ids may hold any printable character, "/" included
-    path("games/<str:game>/matches/<path:match_id>/void", api.MatchVoidApi.as_view(), name="matches-void"),
-    path("games/<str:game>/matches/<path:match_id>/approve", api.MatchApproveApi.as_view(), name="matches-approve"),
     path("games/<str:game>/players/<str:player>/token", api.PlayerTokenApi.as_view(), name="players-token"),
     path("games/<str:game>/players/<str:player>/friends", api.FriendsApi.as_view(), name="players-friends"),
     path(

@@ -1,6 +1,12 @@
-"""Nothing imports the top of the stack: the player pages (`pages`) and the demo (`demo`) use
-the other apps, never the other way round, and not each other (docs/architecture.md). The
-demo tells the login page about itself by registering in its AppConfig.ready()."""
+"""The dependency rule of docs/architecture.md, checked on the imports themselves:
+
+- `scores`, the durable core, imports no other app of the project; where it must call up (the
+  anti-cheat rules, the thresholds' parser) the upper app registers itself in its
+  AppConfig.ready(), and what follows a commit goes out as signals;
+- nothing imports the top of the stack: the player pages (`pages`) and the demo (`demo`) use
+  the other apps, never the other way round, and not each other (the demo tells the login
+  page about itself by registering in its AppConfig.ready());
+- the apps' imports form no cycle."""
 
 from __future__ import annotations
 
@@ -11,7 +17,8 @@ from django.conf import settings
 
 ROOT = Path(settings.BASE_DIR)
 TOP = ("pages", "demo")
-CODE = ("scores", "boards", "anticheat", "seasons", "leaderboard_project", "scripts", "bench", *TOP)
+APPS = ("scores", "boards", "anticheat", "seasons", "monitoring", *TOP)
+CODE = (*APPS, "leaderboard_project", "scripts", "bench")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -46,3 +53,37 @@ def test_the_rule_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("from demo.names import DEMO_SLUG\nimport pages.views\nfrom scores import demo\n")
     assert {top_app(m) for m in imported_modules(bad)} == {"demo", "pages", None}
+
+
+def _app_imports() -> dict[str, dict[str, list[str]]]:
+    """app -> other app it imports -> the files that do."""
+    found: dict[str, dict[str, list[str]]] = {app: {} for app in APPS}
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue  # migrations name other apps' tables by design
+            for module in imported_modules(path):
+                head = module.split(".", 1)[0]
+                if head in APPS and head != app:
+                    found[app].setdefault(head, []).append(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_the_durable_core_imports_no_other_app() -> None:
+    assert _app_imports()["scores"] == {}
+
+
+def test_the_apps_import_each_other_without_cycles() -> None:
+    graph = {app: set(deps) for app, deps in _app_imports().items()}
+    cycles = []
+
+    def visit(app: str, path: list[str]) -> None:
+        for dep in sorted(graph[app]):
+            if dep in path:
+                cycles.append(" -> ".join([*path[path.index(dep) :], dep]))
+            else:
+                visit(dep, [*path, dep])
+
+    for app in APPS:
+        visit(app, [app])
+    assert cycles == [], _app_imports()

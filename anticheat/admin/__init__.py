@@ -6,6 +6,7 @@
   (results per board, current ranks); they extend scores/admin.py's base pages
 - audit.py: the audit log (read-only for everyone), with its targets as columns
 - freezes.py: a frozen window's page (seasons/admin.py) with the audit entries that explain its version
+- keys.py: server keys (scores/admin.py's page) with the revoke action
 """
 
-from anticheat.admin import audit, freezes, matches, queue  # noqa: F401  (each registers its pages)
+from anticheat.admin import audit, freezes, keys, matches, queue  # noqa: F401  (each registers its pages)
