@@ -170,7 +170,7 @@ def _run(argv: list[str] | None) -> int:
         f"({results / (py + pg):,.0f} results per CPU-second); wall {wall:.2f} s"
     )
     if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+        pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(35)
     return 0
 
 

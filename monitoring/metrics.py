@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import Counter as Tally
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -87,8 +88,13 @@ def _count_matches(game: str, route: str, response: HttpResponse) -> None:
         return  # not a decision on a match (unauthenticated, unknown game...)
     if route == "matches-batch":
         items = data.get("results") if status == 200 else None
-        for item in items if isinstance(items, list) else ():
-            MATCHES.labels(game, "duplicate" if item.get("duplicate") else item.get("status", "rejected")).inc()
+        # counted per outcome, then added: a label lookup per match was 5% of a batch's CPU
+        outcomes = Tally(
+            "duplicate" if item.get("duplicate") else item.get("status", "rejected")
+            for item in (items if isinstance(items, list) else ())
+        )
+        for outcome, n in outcomes.items():
+            MATCHES.labels(game, outcome).inc(n)
         return
     if status in (200, 201):
         MATCHES.labels(game, "duplicate" if data.get("duplicate") else data.get("status", "accepted")).inc()

@@ -251,7 +251,11 @@ def _store(
             held.append((appended.new[match_id], match_id, mine))
         else:
             # what the response says; the projector applies the same cutoffs when it counts it
-            missed = sorted({w for b, w in appended.windows[match_id] if (b, w) in appended.cutoffs})
+            missed = (
+                sorted({w for b, w in appended.windows[match_id] if (b, w) in appended.cutoffs})
+                if appended.cutoffs
+                else []
+            )
             outcomes[i] = MatchOutcome(match_id, "accepted", missed_windows=missed)
     if rejected:
         _matches_delete([appended.new[m.match_id] for m, _ in rejected])
