@@ -1,5 +1,5 @@
 """The ingest side of anti-cheat: the synchronous rules over a submission's new matches, and
-the record of what they decided. Registered with scores/ingest.py in AnticheatConfig.ready(),
+the record of what they decided. Registered with scores/ingest/ in AnticheatConfig.ready(),
 so the durable core calls the rules without importing this app; the calls run inside the
 submission's transaction, so a rejection's audit entry and a hold's flags commit with it (and
 never without it)."""

@@ -39,7 +39,7 @@ def ingest_lock_exclusive(game_id: int) -> None:
 
 
 def ingest_lock_shared(game_id: int) -> None:
-    """What an ingest statement takes in SQL itself (scores/ingest.py), for other writers that
+    """What an ingest statement takes in SQL itself (scores/ingest/), for other writers that
     stamp when a match begins to count (an approval)."""
     with connection.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [INGEST, game_id])

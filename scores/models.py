@@ -156,7 +156,7 @@ class Match(models.Model):
     body_hash = models.CharField(max_length=64)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.ACCEPTED)
     server_key = models.ForeignKey(ServerKey, null=True, blank=True, on_delete=models.SET_NULL)
-    # Stamped by the ingest statement under the game's shared ingest lock (scores/ingest.py), so a
+    # Stamped by the ingest statement under the game's shared ingest lock (scores/ingest/), so a
     # window's cutoff (WindowCutoff) divides matches exactly into received before and after it.
     received_at = models.DateTimeField(auto_now_add=True)
     # When the match began to count, if not on arrival (NULL: from received_at). A match held on

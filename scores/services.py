@@ -1,4 +1,4 @@
-"""Writes of the durable store that are neither ingest (scores/ingest.py), the projector
+"""Writes of the durable store that are neither ingest (scores/ingest/), the projector
 (scores/projection/) nor moderation (scores/recompute.py): server keys, configuration as code,
 players' tokens and friend lists."""
 

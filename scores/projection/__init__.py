@@ -1,6 +1,6 @@
 """The projector: applies committed matches to players, values and (through boards/) Redis.
 
-Ingest (scores/ingest.py) makes a submission durable and queues its matches in scores_pending;
+Ingest (scores/ingest/) makes a submission durable and queues its matches in scores_pending;
 the projector applies them in batches, each batch one transaction that deletes the pending rows
 it applied, so its progress commits with the values it wrote:
 

@@ -1,0 +1,200 @@
+"""The append statement: one statement stores a submission's new matches and what the request
+still has to decide reads back (scores/ingest/submit.py runs it inside the transaction)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, connection
+
+from scores import locks, pgarrays
+from scores.ingest.matches import MatchIn
+from scores.models import ServerKey
+from scores.projection.batch import PARTITIONS
+from scores.projection.values import result_windows
+from scores.selectors import GameConfig
+from scores.sql import fetch_prepared
+
+NOTIFY_CHANNEL = "lb_projector"
+
+
+class PlayerRace(Exception):
+    """A player the statement needed was created by a concurrent request that committed after
+    the statement's snapshot: neither inserted nor seen. Rare; the whole store runs again."""
+
+
+def _windows_of(config: GameConfig, items: list[tuple[int, MatchIn, str]]) -> dict[str, set[tuple[int, str]]]:
+    """match_id -> the (board, window)s its results count in; derived once per (instant, board,
+    region), which a batch's matches share."""
+    derived: dict[tuple[datetime, str, str | None], list[tuple[int, str]]] = {}
+    out: dict[str, set[tuple[int, str]]] = {}
+    for _, match, _ in items:
+        pairs = out[match.match_id] = set()
+        for r in match.results:
+            key = (match.ended_at, r.board, r.region)
+            if key not in derived:
+                board = config.boards[r.board]
+                derived[key] = [(board.id, w) for w in result_windows(config, board, match.ended_at, r.region)]
+            pairs.update(derived[key])
+    return out
+
+
+@dataclass
+class _Appended:
+    new: dict[str, int]  # match_id -> pk, inserted by this statement
+    old: dict[str, tuple[str, str]]  # match_id -> (body_hash, status), stored before it
+    players: dict[str, int]  # external id -> pk
+    history: dict[tuple[int, str], int]  # (board_id, external player id) -> encoded all-time value
+    windows: dict[str, set[tuple[int, str]]]  # match_id -> the (board, window)s it counts in
+    cutoffs: set[tuple[int, str]]  # those of them that stopped taking results (frozen)
+
+
+# One statement, in this order of effect: the shared ingest lock, then the stamp; players that
+# are new; matches that are new; their results; one pending row per projector partition they
+# touch. Its one row of arrays answers everything the request
+# still has to decide. A result whose player is neither inserted nor visible (created by a
+# request that committed after this statement's snapshot) gets a NULL player and fails the
+# NOT NULL constraint: see _PlayerRace.
+_APPEND = """
+WITH lk AS (SELECT pg_advisory_xact_lock_shared(%(lock_ns)s, %(game)s::int) AS locked),
+stamp AS (SELECT clock_timestamp() AS at FROM lk),
+new_players AS (
+    INSERT INTO scores_player (game_id, external_id, display_name, created_at)
+    SELECT %(game)s, u.p, u.name, now() FROM unnest(%(p)s::text[], %(pn)s::text[]) AS u(p, name)
+    ORDER BY u.p
+    ON CONFLICT (game_id, external_id) DO NOTHING
+    RETURNING external_id, id
+),
+players AS (
+    SELECT external_id, id FROM new_players
+    UNION ALL
+    SELECT external_id, id FROM scores_player WHERE game_id = %(game)s AND external_id = ANY(%(p)s::text[])
+),
+new_matches AS (
+    INSERT INTO scores_match (game_id, match_id, ended_at, body_hash, status, server_key_id, received_at)
+    SELECT %(game)s, u.m, u.e, u.h, 'accepted', %(key)s, (SELECT at FROM stamp)
+    FROM unnest(%(m)s::text[], %(e)s::timestamptz[], %(h)s::text[]) WITH ORDINALITY AS u(m, e, h, n)
+    ORDER BY u.n
+    ON CONFLICT (game_id, match_id) DO NOTHING
+    RETURNING id, match_id, ended_at
+),
+new_results AS (
+    INSERT INTO scores_result (match_id, player_id, board_id, score, metadata, display_name, ended_at)
+    SELECT m.id, p.id, u.b, u.s, u.md::jsonb, u.dn, m.ended_at
+    FROM unnest(%(rm)s::text[], %(rp)s::text[], %(rb)s::bigint[], %(rs)s::bigint[], %(rmd)s::text[],
+                %(rdn)s::text[]) WITH ORDINALITY AS u(m, p, b, s, md, dn, n)
+    JOIN new_matches m ON m.match_id = u.m
+    LEFT JOIN players p ON p.external_id = u.p
+    ORDER BY u.n
+    RETURNING match_id, player_id, board_id, ended_at
+),
+queued AS (
+    INSERT INTO scores_pending (partition, match_pks, ended_from, ended_to, created_at)
+    SELECT mod(player_id, %(parts)s), array_agg(DISTINCT match_id), min(ended_at), max(ended_at), clock_timestamp()
+    FROM new_results GROUP BY 1
+    RETURNING partition
+),
+old AS (
+    SELECT x.match_id, x.body_hash, x.status FROM scores_match x
+    WHERE x.game_id = %(game)s AND x.match_id = ANY(%(m)s::text[])
+),
+history AS (
+    SELECT r.board_id, p.external_id, pv.encoded
+    FROM (SELECT DISTINCT board_id, player_id FROM new_results WHERE board_id = ANY(%(hb)s::bigint[])) r
+    JOIN scores_playervalue pv ON pv.board_id = r.board_id AND pv."window" = 'all' AND pv.player_id = r.player_id
+    JOIN players p ON p.id = r.player_id
+),
+cuts AS (
+    SELECT c.board_id, c."window" FROM unnest(%(cb)s::bigint[], %(cw)s::text[]) AS u(b, w)
+    JOIN scores_windowcutoff c ON c.board_id = u.b AND c."window" = u.w
+)
+SELECT
+    (SELECT array_agg(match_id) FROM new_matches), (SELECT array_agg(id) FROM new_matches),
+    (SELECT array_agg(match_id) FROM old), (SELECT array_agg(body_hash) FROM old), (SELECT array_agg(status) FROM old),
+    (SELECT array_agg(external_id) FROM players), (SELECT array_agg(id) FROM players),
+    (SELECT array_agg(board_id) FROM history), (SELECT array_agg(external_id) FROM history),
+    (SELECT array_agg(encoded) FROM history),
+    (SELECT array_agg(board_id) FROM cuts), (SELECT array_agg("window") FROM cuts),
+    (SELECT count(*) FROM queued)
+"""
+
+
+def append(
+    config: GameConfig, server_key: ServerKey | None, items: list[tuple[int, MatchIn, str]], history_boards: set[int]
+) -> _Appended:
+    boards = config.boards
+    names: dict[str, str] = {}
+    results = []
+    for _, match, _ in items:
+        for r in match.results:
+            results.append((match.match_id, r))
+            if r.display_name:
+                names[r.player] = r.display_name
+            else:
+                names.setdefault(r.player, "")
+    players = sorted(names)
+    windows = _windows_of(config, items)
+    pairs = sorted(set().union(*windows.values()))
+    params = {
+        "lock_ns": locks.INGEST,
+        "game": config.game.id,
+        "key": server_key.id if server_key else None,
+        "p": pgarrays.texts(players),
+        "pn": pgarrays.texts(names[p] for p in players),
+        "m": pgarrays.texts(m.match_id for _, m, _ in items),
+        "e": pgarrays.timestamps(m.ended_at for _, m, _ in items),
+        "h": pgarrays.texts(d for _, _, d in items),
+        "rm": pgarrays.texts(mid for mid, _ in results),
+        "rp": pgarrays.texts(r.player for _, r in results),
+        "rb": pgarrays.ints(boards[r.board].id for _, r in results),
+        "rs": pgarrays.ints(r.score for _, r in results),
+        "rmd": pgarrays.texts(None if r.metadata is None else json.dumps(r.metadata) for _, r in results),
+        "rdn": pgarrays.texts(r.display_name for _, r in results),
+        "parts": PARTITIONS,
+        "hb": pgarrays.ints(sorted(history_boards)),
+        "cb": pgarrays.ints(b for b, _ in pairs),
+        "cw": pgarrays.texts(w for _, w in pairs),
+    }
+    try:
+        # no savepoint of its own: a failure here fails the whole submission's transaction
+        (row,) = fetch_prepared(_APPEND, params)
+    except IntegrityError as exc:
+        if "player_id" in str(exc):
+            raise PlayerRace from exc
+        raise
+    new_ids, new_pks, old_ids, old_hashes, old_status, p_ids, p_pks, h_boards, h_players, h_values, c_b, c_w, _ = (
+        v or [] for v in row
+    )
+    return _Appended(
+        new=dict(zip(new_ids, new_pks, strict=True)),
+        old={mid: (digest, status) for mid, digest, status in zip(old_ids, old_hashes, old_status, strict=True)},
+        players=dict(zip(p_ids, p_pks, strict=True)),
+        history={(b, p): e for b, p, e in zip(h_boards, h_players, h_values, strict=True)},
+        windows=windows,
+        cutoffs=set(zip(c_b, c_w, strict=True)),
+    )
+
+
+def matches_existing(game_id: int, match_ids: list[str]) -> dict[str, tuple[str, str]]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT match_id, body_hash, status FROM scores_match WHERE game_id = %s AND match_id = ANY(%s::text[])",
+            [game_id, pgarrays.texts(match_ids)],
+        )
+        return {mid: (digest, status) for mid, digest, status in cur.fetchall()}
+
+
+def matches_delete(match_pks: list[int]) -> None:
+    """Take back matches a rule rejected after the append stored them (their pending rows stay:
+    the projector finds nothing of them)."""
+    with connection.cursor() as cur:
+        cur.execute("DELETE FROM scores_result WHERE match_id = ANY(%s::bigint[])", [pgarrays.ints(match_pks)])
+        cur.execute("DELETE FROM scores_match WHERE id = ANY(%s::bigint[])", [pgarrays.ints(match_pks)])
+
+
+def matches_hold(match_pks: list[int]) -> None:
+    """Held on arrival: not counted until approved (which stamps counts_from, see Match)."""
+    with connection.cursor() as cur:
+        cur.execute("UPDATE scores_match SET status = 'held' WHERE id = ANY(%s::bigint[])", [pgarrays.ints(match_pks)])

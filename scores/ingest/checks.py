@@ -1,0 +1,92 @@
+"""The synchronous checks a submission's new matches go through: registered by anticheat/ in
+its AppConfig.ready(), so the durable core calls the rules without importing them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from scores.ingest.matches import MatchIn
+from scores.models import ServerKey
+from scores.selectors import GameConfig
+
+
+class Verdict(Protocol):
+    action: str  # reject | hold
+    reason: str
+
+
+class SubmissionChecks(Protocol):
+    """What ingest asks of the anti-cheat rules (anticheat/checks.py implements it)."""
+
+    def history_boards(self, config: GameConfig) -> set[int]:
+        """Boards whose players' current all-time values the rules read (the append returns them)."""
+        ...
+
+    def judge(
+        self,
+        *,
+        config: GameConfig,
+        server_key: ServerKey | None,
+        matches: dict[int, MatchIn],
+        history: dict[tuple[int, str], int],
+        now: datetime,
+    ) -> dict[int, list[Verdict]]:
+        """Per request index of a new match, what the rules say (absent: accepted as it is)."""
+        ...
+
+    def record(
+        self,
+        *,
+        config: GameConfig,
+        server_key: ServerKey | None,
+        rejected: Sequence[tuple[MatchIn, Verdict]],
+        held: Sequence[tuple[int, str, list[Verdict]]],
+    ) -> None:
+        """Audit rejections and flag held matches, inside the submission's transaction."""
+        ...
+
+
+_registered: dict[str, SubmissionChecks] = {}
+_checks: list[SubmissionChecks] = []
+
+
+def submission_checks_register(checks: SubmissionChecks, *, uid: str) -> None:
+    """Called by an app's ready(): its rules judge every new match from then on. `uid` makes
+    registering twice harmless, as dispatch_uid does for signals."""
+    _registered[uid] = checks
+    _checks[:] = list(_registered.values())
+
+
+def judge(
+    config: GameConfig,
+    server_key: ServerKey | None,
+    fresh: dict[int, MatchIn],
+    history: dict[tuple[int, str], int],
+    now: datetime,
+) -> dict[int, list[Verdict]]:
+    """Every registered rule set's verdicts on the new matches (rules judge new matches only:
+    a retry of a stored match is answered from what was stored, never rejected or held anew)."""
+    verdicts: dict[int, list[Verdict]] = {}
+    if fresh:
+        for checks in _checks:
+            found = checks.judge(config=config, server_key=server_key, matches=fresh, history=history, now=now)
+            for i, vs in found.items():
+                verdicts.setdefault(i, []).extend(vs)
+    return verdicts
+
+
+def history_boards(config: GameConfig) -> set[int]:
+    """The boards whose players' all-time values some rule reads (the append returns them)."""
+    return set().union(*(c.history_boards(config) for c in _checks)) if _checks else set()
+
+
+def record(
+    config: GameConfig,
+    server_key: ServerKey | None,
+    rejected: Sequence[tuple[MatchIn, Verdict]],
+    held: Sequence[tuple[int, str, list[Verdict]]],
+) -> None:
+    for checks in _checks:
+        checks.record(config=config, server_key=server_key, rejected=rejected, held=held)

@@ -1,0 +1,187 @@
+"""Submitting matches: decide what each is, and make the new ones durable in one statement.
+
+A submission (one match, or a batch of up to 1000) costs, on the usual path:
+
+    BEGIN
+    the append statement: upsert the players (ON CONFLICT DO NOTHING), insert the matches
+        (ON CONFLICT (game, match_id) DO NOTHING), insert the results of the new ones, queue them
+        for the projector (scores_pending); return what was new, what was
+        stored before, the players' ids and their current all-time values
+    the synchronous anti-cheat rules on the new matches (anticheat/ registers them): one Redis
+        round trip for the rate counters; rejects are deleted again, holds marked, both audited
+    COMMIT                                   synchronous_commit stays on: a 2xx is on disk
+    NOTIFY the projector                     its own transaction, after the commit (see _wake)
+
+Values, boards, live pushes and the after-the-fact checks follow in the projector
+(scores/projection/), in batches. Nothing here touches scores_playervalue or Redis directly.
+
+- Idempotency is the unique constraint on (game, match_id): the insert decides, never a prior
+  read. A match stored before is a duplicate (same canonical body: 200) or a conflict (409); a
+  match repeated inside one batch is judged against its first copy.
+- The statement takes the game's ingest lock shared and stamps received_at after taking it, so
+  a window's cutoff divides matches exactly (scores/locks.py, scores/cutoffs.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from scores.ingest import checks
+from scores.ingest.append import NOTIFY_CHANNEL, PlayerRace, append, matches_delete, matches_existing, matches_hold
+from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, RuleRejected
+from scores.ingest.regions import region_claims_load, region_claims_store, regionalize
+from scores.models import Game, ServerKey
+from scores.selectors import GameConfig, game_config
+
+
+def match_submit(*, game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome:
+    """Store one match. Raises InvalidMatch (400) or MatchConflict (409)."""
+    outcome = matches_submit(game=game, server_key=server_key, matches=[match])[0]
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome
+
+
+def matches_submit(
+    *, game: Game, server_key: ServerKey | None, matches: Sequence[MatchIn], now: datetime | None = None
+) -> list[MatchOutcome]:
+    """Store many matches in one transaction; each stands alone (a bad one is rejected)."""
+    now = now or timezone.now()
+    config = game_config(game)
+    outcomes: list[MatchOutcome | None] = [None] * len(matches)
+    candidates: dict[str, tuple[int, MatchIn, str]] = {}
+    repeats: list[tuple[int, MatchIn, str]] = []
+    claims = region_claims_load(config, matches)
+    for i, match in enumerate(matches):
+        digest = match.body_hash()  # of the match as sent, before regions are filled in
+        try:
+            _check_match(config, match, now)
+            match = regionalize(config, match, claims)
+        except InvalidMatch as exc:
+            outcomes[i] = MatchOutcome(match.match_id, "rejected", error=exc)
+            continue
+        item = (i, match, digest)
+        if match.match_id in candidates:
+            repeats.append(item)  # the same match twice in one batch: judged against the first
+        else:
+            candidates[match.match_id] = item
+    firsts = dict(candidates)  # what a repeat inside the batch is judged against
+    if candidates:
+        for attempt in range(2):
+            try:
+                with transaction.atomic():
+                    _store(config, server_key, candidates, outcomes, now)
+                break
+            except PlayerRace:
+                if attempt:
+                    raise
+    for i, match, digest in repeats:
+        first = firsts[match.match_id]
+        first_outcome = outcomes[first[0]]
+        if first_outcome.error is not None and first_outcome.error.code == RuleRejected.code:
+            outcomes[i] = MatchOutcome(match.match_id, "rejected", error=first_outcome.error)
+            continue
+        outcomes[i] = _repeat_outcome(match.match_id, digest, (first[2], first_outcome.status))
+    return [o for o in outcomes if o is not None]
+
+
+def _store(
+    config: GameConfig,
+    server_key: ServerKey | None,
+    candidates: dict[str, tuple[int, MatchIn, str]],
+    outcomes: list[MatchOutcome | None],
+    now: datetime,
+) -> None:
+    """The transaction: append, judge the new matches, settle rejects and holds."""
+    items = sorted(candidates.values(), key=lambda it: it[1].match_id)  # one lock order for all
+    appended = append(config, server_key, items, checks.history_boards(config))
+    stored = appended.old
+    missing = [mid for mid in candidates if mid not in appended.new and mid not in stored]
+    if missing:  # inserted by a request that committed after the statement's snapshot
+        stored.update(matches_existing(config.game.id, missing))
+    fresh = {i: m for mid, (i, m, _) in candidates.items() if mid in appended.new}
+    verdicts = checks.judge(config, server_key, fresh, appended.history, now)
+    rejected, held, kept = [], [], []
+    for match_id, (i, match, digest) in candidates.items():
+        if match_id not in appended.new:
+            outcomes[i] = _repeat_outcome(match_id, digest, stored[match_id])
+            continue
+        mine = verdicts.get(i, [])
+        refusal = next((v for v in mine if v.action == "reject"), None)
+        if refusal is not None:
+            outcomes[i] = MatchOutcome(match_id, "rejected", error=RuleRejected(refusal.reason))
+            rejected.append((match, refusal))
+            continue
+        kept.append(match)
+        if any(v.action == "hold" for v in mine):
+            outcomes[i] = MatchOutcome(match_id, "held")
+            held.append((appended.new[match_id], match_id, mine))
+        else:
+            # what the response says; the projector applies the same cutoffs when it counts it
+            missed = (
+                sorted({w for b, w in appended.windows[match_id] if (b, w) in appended.cutoffs})
+                if appended.cutoffs
+                else []
+            )
+            outcomes[i] = MatchOutcome(match_id, "accepted", missed_windows=missed)
+    if rejected:
+        matches_delete([appended.new[m.match_id] for m, _ in rejected])
+    if held:
+        matches_hold([pk for pk, _, _ in held])
+    if config.regions:
+        region_claims_store(config, kept, appended.players)
+    checks.record(config, server_key, rejected, held)
+    if appended.new:
+        if settings.PROJECTOR_INLINE:
+            from scores.projection import pending_apply
+
+            transaction.on_commit(pending_apply)
+        else:
+            transaction.on_commit(_wake, robust=True)  # a failed wake-up fails nothing
+
+
+def _wake() -> None:
+    """Tell the projector there is work (it also looks every second on its own).
+
+    Not inside the submission's transaction: a transaction that NOTIFYs holds a global lock
+    from before its commit record is flushed until after, so every submission's commit would
+    wait for the one before it (one WAL flush at a time: ~110 submissions/s here, measured).
+    Here it is a transaction of its own, whose commit need not wait for the disk (a lost
+    wake-up is harmless), so the lock is held for microseconds."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT set_config('synchronous_commit', 'off', true), pg_notify(%s, '')", [NOTIFY_CHANNEL])
+
+
+def _repeat_outcome(match_id: str, digest: str, stored: tuple[str, str]) -> MatchOutcome:
+    stored_hash, stored_status = stored
+    if stored_hash == digest and stored_status != "rejected":
+        return MatchOutcome(match_id, stored_status, duplicate=True)
+    return MatchOutcome(
+        match_id,
+        "rejected",
+        error=MatchConflict(f"match_id {match_id!r} was already submitted with a different body"),
+    )
+
+
+def _check_match(config: GameConfig, match: MatchIn, now: datetime) -> None:
+    if match.ended_at > now + timedelta(seconds=settings.MAX_ENDED_AT_FUTURE_SECONDS):
+        raise InvalidMatch(
+            f"ended_at is more than {settings.MAX_ENDED_AT_FUTURE_SECONDS} s in the future", code="ended_at_in_future"
+        )
+    for i, result in enumerate(match.results):
+        board = config.boards.get(result.board)
+        if board is None:
+            raise InvalidMatch(f"results[{i}].board: unknown board {result.board!r}", code="unknown_board")
+        if result.region is not None and result.region not in config.regions:
+            raise InvalidMatch(f"results[{i}].region: unknown region {result.region!r}", code="unknown_region")
+        if not board.min_score <= result.score <= board.max_score:
+            raise InvalidMatch(
+                f"results[{i}].score: {result.score} is outside [{board.min_score}, {board.max_score}] "
+                f"of board {board.slug!r}",
+                code="score_out_of_bounds",
+            )
