@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from anticheat import services as moderation
 from leaderboard_project.errors import ErrorBodySerializer
-from scores.api import ERRORS, ServerApiView
+from scores.api.common import ERRORS, ServerApiView
 from scores.auth import server_key_permission
 from scores.ids import match_id_check
 

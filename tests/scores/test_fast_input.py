@@ -10,7 +10,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 
-from scores.api import MatchInSerializer, _fast_match, _to_match
+from scores.api.matches import MatchInSerializer, _fast_match, _to_match
 
 # whitespace and control characters around an id: refused by both (contract section 12), never trimmed
 ODD_TEXT = st.sampled_from(

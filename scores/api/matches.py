@@ -1,4 +1,5 @@
-"""Game-server endpoints for results (contract section 4). Thin: parse, call a service, render."""
+"""Submitting results (contract section 4): one match, or a batch of up to 1000. Thin: parse
+(a plain fast path, else DRF's serializers), call scores.ingest, render."""
 
 from __future__ import annotations
 
@@ -8,25 +9,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from leaderboard_project.errors import (
     ApiError,
     ErrorBodySerializer,
     ErrorSerializer,
-    NotFound,
     error_body,
     flatten_detail,
 )
-from scores import ids, ingest, selectors, services
-from scores.auth import ServerKeyAuthentication, server_key_permission
-from scores.ids import MATCH_ID_RE, PLAYER_RE, SLUG_RE, player_id_check
-from scores.models import Player
-from scores.selectors import cached_game
+from scores import ids, ingest
+from scores.api.common import ERRORS, ExactIdField, ServerApiView
+from scores.ids import MATCH_ID_RE, PLAYER_RE, SLUG_RE
 
 MAX_METADATA_BYTES = 1024
 MAX_BATCH = 1000
@@ -39,25 +36,6 @@ class StrictIntegerField(serializers.IntegerField):
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)
-
-
-class ExactIdField(serializers.RegexField):
-    """An id taken exactly as sent (contract section 12): no trimming, and the whole value
-    must match (Python's `$` alone would let a trailing newline through)."""
-
-    def __init__(self, regex: str, **kwargs: Any) -> None:
-        kwargs.setdefault("trim_whitespace", False)
-        # (DRF formats the message: braces in the pattern are doubled)
-        form = regex.replace("{", "{{").replace("}", "}}")
-        kwargs.setdefault("error_messages", {"invalid": f"must be exactly of the form {form}, with nothing around it"})
-        super().__init__(regex, **kwargs)
-        self._exact = re.compile(regex[1:-1] if regex.startswith("^") and regex.endswith("$") else regex)
-
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data)
-        if self._exact.fullmatch(value) is None:
-            self.fail("invalid")
-        return value
 
 
 # ended_at outside these years is refused as a date-time (year 1 or 9999 shifted by an offset
@@ -232,25 +210,6 @@ class BatchOutSerializer(serializers.Serializer):
     results = BatchItemOutSerializer(many=True)
 
 
-ERRORS = {
-    400: OpenApiResponse(ErrorBodySerializer, description="invalid body; nothing stored"),
-    401: OpenApiResponse(ErrorBodySerializer, description="missing, malformed or wrong signature"),
-    403: OpenApiResponse(ErrorBodySerializer, description="key of another game, revoked, or without scope"),
-    413: OpenApiResponse(ErrorBodySerializer, description="body too large"),
-}
-
-
-class ServerApiView(APIView):
-    authentication_classes = [ServerKeyAuthentication]
-    permission_classes = [server_key_permission("submit")]
-
-    def game(self) -> Any:
-        game = cached_game(self.kwargs["game"])[0]
-        if game is None:
-            raise NotFound(f"unknown game {self.kwargs['game']!r}")
-        return game
-
-
 class MatchSubmitApi(ServerApiView):
     @extend_schema(
         operation_id="matches_submit",
@@ -321,154 +280,3 @@ def _item(
     if missed_windows:
         item["missed_windows"] = missed_windows
     return item
-
-
-# --- players: tokens and friends (contract sections 5 and 7) ---------------------------------
-
-
-class TokenOutSerializer(serializers.Serializer):
-    token = serializers.CharField()
-    expires_at = serializers.DateTimeField()
-
-
-class FriendListInSerializer(serializers.Serializer):
-    friends = serializers.ListField(child=ExactIdField(PLAYER_RE, max_length=64), max_length=services.MAX_FRIENDS)
-
-
-class FriendListOutSerializer(serializers.Serializer):
-    friends = serializers.ListField(child=serializers.CharField())
-
-
-class PlayerTokenApi(ServerApiView):
-    @extend_schema(
-        operation_id="players_token",
-        request=None,
-        responses={200: TokenOutSerializer, 404: ErrorBodySerializer, **ERRORS},
-        summary="A bearer token with which the game client reads as this player",
-    )
-    def post(self, request: Request, game: str, player: str) -> Response:
-        found = Player.objects.filter(game=self.game(), external_id=player_id_check(player)).first()
-        if found is None:
-            raise NotFound(f"unknown player {player!r}", code="unknown_player")
-        token, expires_at = services.player_token_issue(player=found)
-        return Response(TokenOutSerializer({"token": token, "expires_at": expires_at}).data)
-
-
-class LoginLinkOutSerializer(serializers.Serializer):
-    url = serializers.URLField()
-    expires_at = serializers.DateTimeField()
-
-
-class PlayerLoginLinkApi(ServerApiView):
-    """An extension of the contract (docs/players.md): a one-time link that signs the player
-    in to the web pages, made by the game's server and handed to the player."""
-
-    @extend_schema(
-        operation_id="players_login_link",
-        request=None,
-        responses={200: LoginLinkOutSerializer, 404: ErrorBodySerializer, **ERRORS},
-        summary="A one-time link that signs this player in to the leaderboard web pages",
-    )
-    def post(self, request: Request, game: str, player: str) -> Response:
-        from django.urls import reverse
-
-        from scores import accounts
-
-        found = Player.objects.filter(game=self.game(), external_id=player_id_check(player)).first()
-        if found is None:
-            raise NotFound(f"unknown player {player!r}", code="unknown_player")
-        link = accounts.login_link_create(player=found)
-        url = request.build_absolute_uri(reverse("login-link", args=[link.token]))
-        return Response(LoginLinkOutSerializer({"url": url, "expires_at": link.expires_at}).data)
-
-
-class FriendsApi(ServerApiView):
-    @extend_schema(
-        operation_id="players_friends_replace",
-        request=FriendListInSerializer,
-        responses={200: FriendListOutSerializer, **ERRORS},
-        summary="Replace a player's friend list (mutual, at most 1000)",
-    )
-    def put(self, request: Request, game: str, player: str) -> Response:
-        player_id_check(player)
-        body = FriendListInSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        friends = services.friends_replace(game=self.game(), player_id=player, friends=body.validated_data["friends"])
-        return Response(FriendListOutSerializer({"friends": friends}).data)
-
-
-# --- game description (contract section 12): public --------------------------------------------
-
-GAME_CACHE_SECONDS = 60  # configuration changes by apply_game_config, rarely
-
-
-class GameSummarySerializer(serializers.Serializer):
-    slug = serializers.CharField()
-    name = serializers.CharField()
-
-
-class GamesOutSerializer(serializers.Serializer):
-    games = GameSummarySerializer(many=True)
-
-
-class BoardDescriptionSerializer(serializers.Serializer):
-    slug = serializers.CharField()
-    name = serializers.CharField()
-    order = serializers.ChoiceField(choices=["desc", "asc"])
-    mode = serializers.ChoiceField(choices=["best", "total"])
-    windows = serializers.ListField(child=serializers.CharField())
-    min_score = serializers.IntegerField()
-    max_score = serializers.IntegerField()
-    rank_display = serializers.ChoiceField(choices=["unique", "shared"])
-    format = serializers.SerializerMethodField(help_text='how pages show scores: "integer" (the only format so far)')
-    regions = serializers.BooleanField(help_text="the board also keeps one board per region of the game")
-
-    def get_format(self, board: object) -> str:
-        # Boards have no score format yet (contract section 12 adds the TOML key); every board
-        # shows integers until it lands.
-        return getattr(board, "format", "integer")
-
-
-class SeasonDescriptionSerializer(serializers.Serializer):
-    slug = serializers.CharField()
-    name = serializers.CharField()
-    starts_at = serializers.DateTimeField()
-    ends_at = serializers.DateTimeField()
-
-
-class RegionDescriptionSerializer(serializers.Serializer):
-    slug = serializers.CharField()
-    timezone = serializers.CharField()
-
-
-class GameOutSerializer(serializers.Serializer):
-    slug = serializers.CharField(source="game.slug")
-    name = serializers.CharField(source="game.name")
-    reset_timezone = serializers.CharField(source="game.reset_timezone")
-    boards = BoardDescriptionSerializer(many=True)
-    seasons = SeasonDescriptionSerializer(many=True)
-    regions = RegionDescriptionSerializer(many=True)
-
-
-def _cacheable(response: Response) -> Response:
-    response["Cache-Control"] = f"public, max-age={GAME_CACHE_SECONDS}"
-    return response
-
-
-class GamesApi(APIView):
-    @extend_schema(operation_id="games_list", responses={200: GamesOutSerializer}, summary="The games served here")
-    def get(self, request: Request) -> Response:
-        return _cacheable(Response(GamesOutSerializer({"games": selectors.games_list()}).data))
-
-
-class GameApi(APIView):
-    @extend_schema(
-        operation_id="games_describe",
-        responses={200: GameOutSerializer, 404: ErrorBodySerializer},
-        summary="A game's boards (order, mode, windows, bounds, rank display), seasons and regions",
-    )
-    def get(self, request: Request, game: str) -> Response:
-        found = selectors.game_describe(slug=game)
-        if found is None:
-            raise NotFound(f"unknown game {game!r}", code="unknown_game")
-        return _cacheable(Response(GameOutSerializer(found).data))

@@ -1,0 +1,55 @@
+"""What every game-server endpoint shares: HMAC authentication, the game from the URL, the
+documented errors."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+from rest_framework.views import APIView
+
+from leaderboard_project.errors import (
+    ErrorBodySerializer,
+    NotFound,
+)
+from scores.auth import ServerKeyAuthentication, server_key_permission
+from scores.selectors import cached_game
+
+ERRORS = {
+    400: OpenApiResponse(ErrorBodySerializer, description="invalid body; nothing stored"),
+    401: OpenApiResponse(ErrorBodySerializer, description="missing, malformed or wrong signature"),
+    403: OpenApiResponse(ErrorBodySerializer, description="key of another game, revoked, or without scope"),
+    413: OpenApiResponse(ErrorBodySerializer, description="body too large"),
+}
+
+
+class ServerApiView(APIView):
+    authentication_classes = [ServerKeyAuthentication]
+    permission_classes = [server_key_permission("submit")]
+
+    def game(self) -> Any:
+        game = cached_game(self.kwargs["game"])[0]
+        if game is None:
+            raise NotFound(f"unknown game {self.kwargs['game']!r}")
+        return game
+
+
+class ExactIdField(serializers.RegexField):
+    """An id taken exactly as sent (contract section 12): no trimming, and the whole value
+    must match (Python's `$` alone would let a trailing newline through)."""
+
+    def __init__(self, regex: str, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        # (DRF formats the message: braces in the pattern are doubled)
+        form = regex.replace("{", "{{").replace("}", "}}")
+        kwargs.setdefault("error_messages", {"invalid": f"must be exactly of the form {form}, with nothing around it"})
+        super().__init__(regex, **kwargs)
+        self._exact = re.compile(regex[1:-1] if regex.startswith("^") and regex.endswith("$") else regex)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if self._exact.fullmatch(value) is None:
+            self.fail("invalid")
+        return value
