@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 def check_after_the_fact(sender: Any, match_pks: list[int], **kwargs: Any) -> None:
     if not settings.ANTICHEAT_ASYNC_CHECKS:
         return
-    from anticheat.services import checks_enqueue
+    from anticheat.after import checks_enqueue
     from anticheat.tasks import check_pending
 
     try:

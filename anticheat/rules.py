@@ -4,18 +4,17 @@ A synchronous rule costs at most one query per request (never one per result) an
 per match index, a Verdict: `reject` (refused with 400 rule_rejected, kept only in the audit
 log) or `hold` (stored, shown on no board until a moderator approves it). Thresholds come from
 the board's configuration (anticheat/thresholds.py). Adding a rule: write a class here and
-list it in SYNC_RULES (or ASYNC_RULES for the checks Celery runs after the fact)."""
+list it in SYNC_RULES (the checks Celery runs after the fact are in anticheat/after.py)."""
 
 from __future__ import annotations
 
 import json
 import math
-import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -26,7 +25,7 @@ from anticheat.thresholds import Thresholds, thresholds_for
 from boards import keys
 from boards.redis import REDIS_DOWN, get_redis
 from boards.scripts import script
-from scores import encoding, pgarrays
+from scores import encoding, history, pgarrays
 from scores.models import ServerKey
 from scores.selectors import BoardConfig, GameConfig
 
@@ -253,7 +252,7 @@ class PlayerHistoryRule:
         if ctx.history is not None:
             known = {key: ctx.history[key] >> encoding.TIME_BITS for key in wanted if key in ctx.history}
         else:
-            known = _all_time_parts(ctx.config.game.id, wanted)
+            known = history.all_time_parts(game_id=ctx.config.game.id, wanted=wanted)
         out: dict[int, Verdict] = {}
         for i, match in ctx.matches.items():
             for r in match.results:
@@ -273,21 +272,6 @@ class PlayerHistoryRule:
                     )
                     break
         return out
-
-
-def _all_time_parts(game_id: int, wanted: list[tuple[int, str]]) -> dict[tuple[int, str], int]:
-    """(board_id, external player id) -> value part of the player's all-time value."""
-    with connection.cursor() as cur:
-        cur.execute(
-            """
-            SELECT pv.board_id, p.external_id, pv.encoded >> %s
-            FROM unnest(%s::bigint[], %s::text[]) AS u(b, p)
-            JOIN scores_player p ON p.game_id = %s AND p.external_id = u.p
-            JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = 'all' AND pv.player_id = p.id
-            """,
-            [encoding.TIME_BITS, pgarrays.ints(b for b, _ in wanted), pgarrays.texts(p for _, p in wanted), game_id],
-        )
-        return {(b, p): part for b, p, part in cur.fetchall()}
 
 
 def history_boards(config: GameConfig) -> set[int]:
@@ -380,65 +364,3 @@ def evaluate(ctx: Context, rules: Sequence[Rule] | None = None) -> dict[int, lis
             if verdict.action == "reject":
                 ctx.matches = {k: v for k, v in ctx.matches.items() if k != i}
     return dict(verdicts)
-
-
-# --- after the fact (Celery) ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoredResult:
-    match_pk: int
-    match_id: str
-    player_id: int
-    player: str
-    board: str
-    score: int
-
-
-class RecentHistoryRule:
-    """After the fact, best boards: a result whose value part is more than
-    `async_history_factor` times the median of the player's previous 20 accepted results on the
-    board (needs `async_history_min_results` of them): hold until reviewed."""
-
-    name = "recent_history"
-
-    def check(self, config: GameConfig, results: Sequence[StoredResult]) -> dict[int, Verdict]:
-        out: dict[int, Verdict] = {}
-        by_id = {b.id: b for b in config.boards.values()}
-        for res in results:
-            board = config.boards[res.board]
-            t = thresholds_for(board.anticheat)
-            if board.mode != "best" or not t.async_history_factor:
-                continue
-            with connection.cursor() as cur:
-                # the player's 20 previous results on the board: the (player, board) index
-                cur.execute(
-                    """
-                    SELECT r.score FROM scores_result r JOIN scores_match m ON m.id = r.match_id
-                    WHERE r.player_id = %s AND r.board_id = %s AND m.status = 'accepted' AND r.match_id < %s
-                    ORDER BY r.match_id DESC LIMIT 20
-                    """,
-                    [res.player_id, board.id, res.match_pk],
-                )
-                previous = [encoding.value_part(by_id[board.id], s) for (s,) in cur.fetchall()]
-            if len(previous) < t.async_history_min_results:
-                continue
-            median = statistics.median(previous)
-            part = encoding.value_part(board, res.score)
-            if part > median * t.async_history_factor and part - median >= max(1, t.history_min_gap):
-                out[res.match_pk] = Verdict(
-                    "hold",
-                    self.name,
-                    f"{res.player!r} scored {res.score} on {res.board!r}, more than {t.async_history_factor:g}x "
-                    f"the median of their last {len(previous)} results",
-                    {"player": res.player, "board": res.board, "score": res.score, "median_value_part": median},
-                )
-        return out
-
-
-ASYNC_RULES = [RecentHistoryRule()]
-
-
-def recent_window(now: datetime) -> datetime:
-    """The statistics of the board_top and server_outlier rules look this far back."""
-    return now - timedelta(days=7)

@@ -10,23 +10,19 @@ rewrites the entries with absolute writes (lowered, or removed where nothing rem
 from __future__ import annotations
 
 import logging
-import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from anticheat.models import AuditEntry, BoardStats, MatchFlag
-from anticheat.rules import ASYNC_RULES, StoredResult, Verdict, recent_window, stats_cache_clear
-from anticheat.thresholds import Thresholds, thresholds_for
-from boards import keys
-from boards.redis import get_redis
+from anticheat.models import AuditEntry, MatchFlag
+from anticheat.rules import Verdict
 from leaderboard_project.errors import Conflict, NotFound
-from scores import encoding, recompute
+from scores import recompute
 from scores import services as scores_services
 from scores.models import Game, Match, Player, PlayerAccount, ServerKey
 from scores.selectors import game_config
@@ -83,23 +79,6 @@ def match_get(*, game: Game, match_id: str) -> Match:
     return match
 
 
-def _status_set(match_pks: Sequence[int], to: str, allowed: Sequence[str]) -> list[tuple[int, str]]:
-    """Move matches to `to` from one of `allowed`, in one conditional statement (rows locked in
-    id order); return (pk, previous status) of those that moved."""
-    with connection.cursor() as cur:
-        cur.execute(
-            """
-            UPDATE scores_match m SET status = %s
-            FROM (SELECT id, status FROM scores_match WHERE id = ANY(%s) AND status = ANY(%s)
-                  ORDER BY id FOR UPDATE) old
-            WHERE m.id = old.id
-            RETURNING m.id, old.status
-            """,
-            [to, sorted(match_pks), list(allowed)],
-        )
-        return cur.fetchall()
-
-
 def _flags_resolve(match_pks: Sequence[int]) -> None:
     MatchFlag.objects.filter(match_id__in=match_pks, resolved_at__isnull=True).update(resolved_at=timezone.now())
 
@@ -134,7 +113,9 @@ def matches_void(
     if not reason.strip():
         raise ValueError("a reason is required")
     with transaction.atomic():
-        moved = _status_set(match_pks, Match.Status.VOIDED, [Match.Status.ACCEPTED, Match.Status.HELD])
+        moved = recompute.matches_status_set(
+            match_pks, to=Match.Status.VOIDED, allowed=[Match.Status.ACCEPTED, Match.Status.HELD]
+        )
         pks = [pk for pk, _ in moved]
         counted = [pk for pk, before in moved if before == Match.Status.ACCEPTED]
         touched = _recompute(game, counted, f"void: {reason}", refreeze=True)
@@ -233,7 +214,7 @@ def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
     """Apply a held match exactly as ingest would have, and clear its flags. Approving an
     accepted match only clears its flags; a voided one is a conflict (409)."""
     with transaction.atomic():
-        moved = _status_set([match.pk], Match.Status.ACCEPTED, [Match.Status.HELD])
+        moved = recompute.matches_status_set([match.pk], to=Match.Status.ACCEPTED, allowed=[Match.Status.HELD])
         if not moved:
             status = Match.objects.filter(pk=match.pk).values_list("status", flat=True).first()
             if status == Match.Status.VOIDED:
@@ -259,7 +240,7 @@ def match_hold(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
     entries go down or away) until a moderator approves or voids it. False if it was not
     accepted any more."""
     with transaction.atomic():
-        moved = _status_set([match.pk], Match.Status.HELD, [Match.Status.ACCEPTED])
+        moved = recompute.matches_status_set([match.pk], to=Match.Status.HELD, allowed=[Match.Status.ACCEPTED])
         if not moved:
             return False
         recompute.matches_counted_since_arrival([match.pk])
@@ -303,123 +284,3 @@ def server_key_revoke(*, key: ServerKey, actor: Actor, reason: str = "revoked by
         if not already:
             _audit(actor, AuditEntry.Action.REVOKE_KEY, key.game_id, reason, server_key=key).save()
     return key
-
-
-# --- after the fact -------------------------------------------------------------------------
-
-
-def matches_check(*, match_pks: Sequence[int]) -> int:
-    """The heavier checks (ASYNC_RULES) on accepted matches; holds what they find. Returns how
-    many matches were held. Matches voided or held meanwhile are skipped."""
-    rows = list(
-        Match.objects.filter(pk__in=match_pks, status=Match.Status.ACCEPTED).values_list(
-            "pk",
-            "match_id",
-            "game_id",
-            "results__player_id",
-            "results__player__external_id",
-            "results__board__slug",
-            "results__score",
-        )
-    )
-    by_game: dict[int, list[StoredResult]] = defaultdict(list)
-    for pk, match_id, game_id, player_id, player, board, score in rows:
-        by_game[game_id].append(StoredResult(pk, match_id, player_id, player, board, score))
-    held = 0
-    for game_id, results in by_game.items():
-        config = game_config(Game.objects.get(pk=game_id))
-        for rule in ASYNC_RULES:
-            for match_pk, verdict in rule.check(config, results).items():
-                match = Match.objects.select_related("game").get(pk=match_pk)
-                if verdict.action == "hold":
-                    held += match_hold(match=match, verdict=verdict, actor=Actor.rules(verdict.rule))
-                else:
-                    match_flag(match=match, verdict=verdict, actor=Actor.rules(verdict.rule))
-    return held
-
-
-# The after-the-fact checks are queued per request as match ids on a Redis list (one small
-# round trip) rather than one Celery message per request: building and publishing a Celery
-# message cost a single-match submission more than its Redis mirror. One drain task is queued
-# at a time (a flag with an expiry, so a lost task is re-queued by a later submission).
-SCHEDULE_TTL = 30
-DRAIN_CHUNK = 500
-
-
-def checks_enqueue(match_pks: Sequence[int]) -> bool:
-    """Queue matches for the after-the-fact checks. True when the caller must queue a drain
-    task (none is queued yet). Raises if Redis is down."""
-    pipe = get_redis().pipeline(transaction=False)
-    pipe.rpush(keys.anticheat_pending(), *match_pks)
-    pipe.set(keys.anticheat_scheduled(), 1, nx=True, ex=SCHEDULE_TTL)
-    _, scheduled = pipe.execute()
-    return bool(scheduled)
-
-
-def checks_drain() -> int:
-    """Run the after-the-fact checks on every queued match; returns how many were held. The
-    flag goes first, so a match queued while the drain runs queues the next drain itself."""
-    r = get_redis()
-    r.delete(keys.anticheat_scheduled())
-    held = 0
-    while pks := r.lpop(keys.anticheat_pending(), DRAIN_CHUNK):
-        held += matches_check(match_pks=[int(pk) for pk in pks])
-    return held
-
-
-def board_stats_refresh(*, now: datetime | None = None) -> int:
-    """Recompute each board's recent statistics (beat, every few minutes): the value part at
-    its top percentile and the server keys out of line with the others. Returns boards done."""
-    now = now or timezone.now()
-    since = recent_window(now)
-    done = 0
-    for game in Game.objects.order_by("id"):
-        config = game_config(game)
-        for board in config.boards.values():
-            t = thresholds_for(board.anticheat)
-            part = "r.score" if board.mode == "total" else encoding.sql_value_part(board, "r.score")
-            with connection.cursor() as cur:
-                # results of the recent days' partitions only (a match received lately that
-                # ended more than a day before it arrived is left out: a statistic, not a rule)
-                cur.execute(
-                    f"""
-                    SELECT m.server_key_id, {part} AS vp
-                    FROM scores_result r JOIN scores_match m ON m.id = r.match_id
-                    WHERE r.board_id = %(board)s AND r.ended_at >= %(since)s - interval '1 day'
-                        AND m.status = 'accepted' AND m.received_at >= %(since)s
-                    """,
-                    {"board": board.id, "since": since, **encoding.sql_params(board)},
-                )
-                rows = cur.fetchall()
-            parts = sorted(vp for _, vp in rows)
-            top = parts[min(len(parts) - 1, int(len(parts) * t.top_percentile / 100))] if parts else None
-            BoardStats.objects.update_or_create(
-                board_id=board.id,
-                defaults={"top_value_part": top, "sample": len(parts), "outlier_keys": _outliers(rows, t)},
-            )
-            done += 1
-    stats_cache_clear()  # this process reads them afresh at once; others within STATS_CACHE_SECONDS
-    return done
-
-
-def _outliers(rows: list[tuple[int | None, int]], t: Thresholds) -> list[int]:
-    """Server keys whose mean value part is more than server_zscore standard deviations above
-    the mean of the other servers' means (leave-one-out, at least 3 servers with enough results)."""
-    if not t.server_zscore:
-        return []
-    per_key: dict[int, list[int]] = defaultdict(list)
-    for key, vp in rows:
-        if key is not None:
-            per_key[key].append(vp)
-    means = {k: statistics.fmean(v) for k, v in per_key.items() if len(v) >= t.server_min_results}
-    if len(means) < 3:
-        return []
-    out = []
-    for key, mean in means.items():
-        others = [m for k, m in means.items() if k != key]
-        spread = statistics.pstdev(others)
-        centre = statistics.fmean(others)
-        # with identical other servers any clear excess is out of line: use a floor of 1 unit
-        if (mean - centre) / max(spread, 1.0) > t.server_zscore:
-            out.append(key)
-    return sorted(out)

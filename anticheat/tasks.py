@@ -1,21 +1,21 @@
 from celery import shared_task
 
-from anticheat import services
+from anticheat import after
 
 
 @shared_task(ignore_result=True)
 def check_matches(match_pks: list[int]) -> int:
     """The heavier checks on accepted matches, after the fact; holds what they find."""
-    return services.matches_check(match_pks=match_pks)
+    return after.matches_check(match_pks=match_pks)
 
 
 @shared_task(ignore_result=True)
 def check_pending() -> int:
     """The heavier checks on every accepted match queued since the last drain."""
-    return services.checks_drain()
+    return after.checks_drain()
 
 
 @shared_task(ignore_result=True)
 def refresh_stats() -> int:
     """Recompute the boards' recent statistics the board_top and server_outlier rules use."""
-    return services.board_stats_refresh()
+    return after.board_stats_refresh()

@@ -97,6 +97,23 @@ def frozen_of(refs: set[Ref]) -> set[tuple[int, str]]:
     return set(cutoffs_of({(b, w) for b, w, _ in refs}))
 
 
+def matches_status_set(match_pks: Sequence[int], *, to: str, allowed: Sequence[str]) -> list[tuple[int, str]]:
+    """Move matches to `to` from one of `allowed`, in one conditional statement (rows locked in
+    id order); return (pk, previous status) of those that moved."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            UPDATE scores_match m SET status = %s
+            FROM (SELECT id, status FROM scores_match WHERE id = ANY(%s) AND status = ANY(%s)
+                  ORDER BY id FOR UPDATE) old
+            WHERE m.id = old.id
+            RETURNING m.id, old.status
+            """,
+            [to, sorted(match_pks), list(allowed)],
+        )
+        return cur.fetchall()
+
+
 def matches_counted_since_arrival(match_pks: Sequence[int]) -> None:
     """Record that these matches, held now after counting, began to count on arrival: their
     approval later must not move that moment (see Match.counts_from)."""

@@ -8,9 +8,10 @@ from unittest.mock import patch
 import pytest
 from django.test import Client
 
+from anticheat.after import matches_check
 from anticheat.models import AuditEntry, MatchFlag
 from anticheat.rules import Verdict
-from anticheat.services import Actor, match_hold, matches_check, matches_void_by_server_key
+from anticheat.services import Actor, match_hold, matches_void_by_server_key
 from anticheat.tasks import check_pending
 from boards import keys
 from boards.redis import get_redis

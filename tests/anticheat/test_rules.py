@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from anticheat.after import board_stats_refresh
 from anticheat.models import AuditEntry, BoardStats
-from anticheat.services import board_stats_refresh
 from scores.config import ConfigError, parse_game_config
 from scores.models import Board, Match, Result
 from tests.anticheat.conftest import URL, submit, top
