@@ -134,8 +134,11 @@ def _load_game(slug: str) -> GameConfig | None:
     )
 
 
-def cached_game_config(slug: str) -> GameConfig | None:
-    """A game with its boards and seasons, re-read from Postgres at most every few seconds."""
+def cached_game_config(slug: str, *, stale_ok: bool = True) -> GameConfig | None:
+    """A game with its boards and seasons, re-read from Postgres at most every few seconds.
+    With Postgres unreachable, what was read before (stale_ok: for reads that need only Redis),
+    or the error at once (a request that needs Postgres anyway should not wait for the pool
+    twice before its 503)."""
     if not ids.is_slug(slug):
         return None  # no such game can exist (and a NUL would not even reach Postgres)
     now = time.monotonic()
@@ -144,7 +147,7 @@ def cached_game_config(slug: str) -> GameConfig | None:
         try:
             hit = (now, _load_game(slug))
         except (OperationalError, InterfaceError):
-            if hit is None:
+            if hit is None or not stale_ok:
                 raise
             # Postgres unreachable: keep serving what we knew (reads from Redis go on), and
             # try again in a second rather than make every request wait for the pool
@@ -154,8 +157,8 @@ def cached_game_config(slug: str) -> GameConfig | None:
     return hit[1]
 
 
-def cached_game(slug: str) -> tuple[Game | None, dict[str, BoardConfig]]:
-    config = cached_game_config(slug)
+def cached_game(slug: str, *, stale_ok: bool = True) -> tuple[Game | None, dict[str, BoardConfig]]:
+    config = cached_game_config(slug, stale_ok=stale_ok)
     return (config.game, config.boards) if config else (None, {})
 
 

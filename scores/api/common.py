@@ -30,7 +30,8 @@ class ServerApiView(APIView):
     permission_classes = [server_key_permission("submit")]
 
     def game(self) -> Any:
-        game = cached_game(self.kwargs["game"])[0]
+        # every game-server endpoint writes or reads Postgres: no stale configuration here
+        game = cached_game(self.kwargs["game"], stale_ok=False)[0]
         if game is None:
             raise NotFound(f"unknown game {self.kwargs['game']!r}")
         return game
