@@ -1,26 +1,7 @@
-"""Submitting matches: decide what each is, and make the new ones durable in one statement.
-
-A submission (one match, or a batch of up to 1000) costs, on the usual path:
-
-    BEGIN
-    the append statement: upsert the players (ON CONFLICT DO NOTHING), insert the matches
-        (ON CONFLICT (game, match_id) DO NOTHING), insert the results of the new ones, queue them
-        for the projector (scores_pending); return what was new, what was
-        stored before, the players' ids and their current all-time values
-    the synchronous anti-cheat rules on the new matches (anticheat/ registers them): one Redis
-        round trip for the rate counters; rejects are deleted again, holds marked, both audited
-    COMMIT                                   synchronous_commit stays on: a 2xx is on disk
-    NOTIFY the projector                     its own transaction, after the commit (see _wake)
-
-Values, boards, live pushes and the after-the-fact checks follow in the projector
-(scores/projection/), in batches. Nothing here touches scores_playervalue or Redis directly.
-
-- Idempotency is the unique constraint on (game, match_id): the insert decides, never a prior
-  read. A match stored before is a duplicate (same canonical body: 200) or a conflict (409); a
-  match repeated inside one batch is judged against its first copy.
-- The statement takes the game's ingest lock shared and stamps received_at after taking it, so
-  a window's cutoff divides matches exactly (scores/locks.py, scores/cutoffs.py).
-"""
+"""Submitting matches: decide what each one is (invalid, new, a duplicate, a conflict), store
+the new ones in one transaction with the append statement (append.py), let the registered
+rules judge them (checks.py), settle rejects and holds, and wake the projector after the
+commit. The package's docstring (scores/ingest/__init__.py) says what a submission costs."""
 
 from __future__ import annotations
 
