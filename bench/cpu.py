@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import Any
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-GROUPS = ("server", "postgres", "redis", "self", "other")
+GROUPS = ("server", "projector", "celery", "postgres", "redis", "self", "other")
+# Process groups of the background processes (bench.server.background() registers them):
+# process group id -> the group their CPU counts in ("projector", "celery").
+BACKGROUND: dict[int, str] = {}
 OTHER_CORES_LIMIT = 0.25  # other work's CPU during a window above which a read scenario runs again
 
 
@@ -114,7 +117,8 @@ class _Seen:
 class CpuMeter:
     """Average cores per group between start() and stop(), with tick() called every second or so.
 
-    Groups: `server` (the process group `server_pgid`), `postgres` (the postmaster, its background
+    Groups: `server` (the process group `server_pgid`), `projector` and `celery` (the process
+    groups registered in BACKGROUND), `postgres` (the postmaster, its background
     workers, the backends of `database`, and whatever backend ended during the window), `redis`,
     `self` (this process) and `other` (anything else, including long-lived backends of other
     databases); `machine_busy` is the whole machine's busy share (0-1)."""
@@ -186,6 +190,8 @@ class CpuMeter:
     def _group(self, pid: int, proc: _Proc) -> str:
         if self.server_pgid is not None and proc.pgrp == self.server_pgid:
             return "server"
+        if proc.pgrp in BACKGROUND:
+            return BACKGROUND[proc.pgrp]
         if pid == os.getpid():
             return "self"
         if proc.comm.startswith(("postgres", "postmaster")):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
+from bench import cpu
 from bench.environment import VENV_BIN, BenchEnv, BenchError
 
 STOP_GRACE_SECONDS = 10.0
@@ -239,9 +240,12 @@ def background(
     commands = background_commands(schedule_dir, celery=celery, projectors=projectors)
     process_env = env.process_env(**extra_env)
     started = [ProcessGroup(name, cmd, process_env, env.code_dir) for name, cmd in commands.items()]
+    for group in started:  # their CPU is metered apart (bench/cpu.py)
+        cpu.BACKGROUND[group.proc.pid] = "projector" if group.name.startswith("projector") else "celery"
     try:
         yield [" ".join(cmd[1:]) for cmd in commands.values()]
     finally:
         for group in started:
+            cpu.BACKGROUND.pop(group.proc.pid, None)
             group.stop()
         shutil.rmtree(schedule_dir, ignore_errors=True)

@@ -462,8 +462,16 @@ def scenario_ingest(run: Run, name: str) -> None:
         concurrency=concurrency,
     )  # fmt: skip
     detail["matches_per_request"] = scenario.matches_per_request
+    detail["cpu_ms_per_result"] = cpu_per_result(detail["cpu_cores"], detail["results_per_s"])
     check_writes(run, detail)
     run.details[name] = detail
+
+
+def cpu_per_result(cores: dict[str, float], results_per_s: float) -> dict[str, float | None]:
+    """Milliseconds of CPU each part spent per acknowledged result during the window (the
+    projector's: applying them, which it may finish after the window)."""
+    parts = ("server", "postgres", "projector", "redis", "celery")
+    return {p: round(1000 * cores.get(p, 0.0) / results_per_s, 3) if results_per_s else None for p in parts}
 
 
 async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str = "fresh") -> dict[str, Any]:
@@ -669,7 +677,8 @@ def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             # A batch request is 1,000 results: only a single submission compares with one bare request.
             per_request = ratio(d[name]["requests_per_s"], bare) if name == "single" else None
             add(label, d[name], results, "results/s", x_bare=per_request, x_raw=ratio(results, zadd),
-                target=TARGETS.get(name))  # fmt: skip
+                target=TARGETS.get(name),
+                cpu_detail={k: d[name].get(k) for k in ("cpu_ms_per_result", "projector_lag")})  # fmt: skip
     if "top" in d:
         add(
             "top (cached)",
@@ -775,7 +784,37 @@ def render(rows: list[dict[str, Any]], other: list[dict[str, Any]]) -> str:
         [[m["measure"], f"{m['value']:,.1f} {m['unit']}" if m["value"] < 1000 else f"{m['value']:,.0f} {m['unit']}",
           f"{m['raw']:,.1f}" if m["raw"] else "-", _ratio(m["ratio"]), _target(m), m["check"]] for m in other],
     )  # fmt: skip
-    return f"{main}\n\n{second}"
+    writes = [(name, d) for name, d in run_details_for_render(rows) if d]
+    third = (
+        markdown_table(
+            ["ingest scenario", "web server", "Postgres", "projector", "Redis", "Celery", "projector lag max"],
+            [
+                [
+                    name,
+                    *(
+                        _ms(d["cpu_ms_per_result"].get(p))
+                        for p in ("server", "postgres", "projector", "redis", "celery")
+                    ),
+                    f"{d['projector_lag']['max_s']:g} s"
+                    if d.get("projector_lag", {}).get("max_s") is not None
+                    else "-",
+                ]
+                for name, d in writes
+            ],
+        )  # fmt: skip
+        if writes
+        else ""
+    )
+    return f"{main}\n\n{second}" + (f"\n\nCPU per result (ms):\n\n{third}" if third else "")
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def run_details_for_render(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(scenario, detail) of the ingest rows, from what summary() kept of them."""
+    return [(r["scenario"], r.get("cpu_detail") or {}) for r in rows if r.get("cpu_detail")]
 
 
 # --------------------------------------------------------------------------- command line

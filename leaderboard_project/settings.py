@@ -130,6 +130,11 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 # 503 (leaderboard_project/database.py); the pool retries Postgres every 0.5 s meanwhile.
 DATABASES["default"]["OPTIONS"] = {
     "connect_timeout": 2,
+    # Django turns psycopg's prepared statements off (for poolers that cannot keep them); the
+    # ingest statement and the projector's fold ask for preparation explicitly (scores/sql.py)
+    # and nothing else is prepared (Django binds its own statements on the client). Behind a
+    # pooler in transaction mode that cannot keep prepared statements: DB_PREPARED_STATEMENTS=0.
+    "prepare_threshold": 10**9 if os.environ.get("DB_PREPARED_STATEMENTS", "1") == "1" else None,
     "pool": {
         "min_size": int(os.environ.get("DB_POOL_MIN", "1")),
         "max_size": int(os.environ.get("DB_POOL_MAX", "16")),

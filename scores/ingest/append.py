@@ -18,6 +18,7 @@ from scores.selectors import GameConfig
 from scores.sql import fetch_prepared
 
 NOTIFY_CHANNEL = "lb_projector"
+PREPARED_UP_TO = 20  # results in a submission whose statement runs prepared
 
 
 class PlayerRace(Exception):
@@ -159,7 +160,8 @@ def append(
     }
     try:
         # no savepoint of its own: a failure here fails the whole submission's transaction
-        (row,) = fetch_prepared(_APPEND, params)
+        # prepared for a small submission only (scores/sql.py): a batch is planned for its size
+        (row,) = fetch_prepared(_APPEND, params, prepare=len(results) <= PREPARED_UP_TO)
     except IntegrityError as exc:
         if "player_id" in str(exc):
             raise PlayerRace from exc
