@@ -47,14 +47,15 @@ class RecentHistoryRule:
 
     def check(self, config: GameConfig, results: Sequence[StoredResult]) -> dict[int, Verdict]:
         out: dict[int, Verdict] = {}
-        by_id = {b.id: b for b in config.boards.values()}
+        candidates = []
         for res in results:
             board = config.boards[res.board]
             t = thresholds_for(board.anticheat)
-            if board.mode != "best" or not t.async_history_factor:
-                continue
-            scores = history.previous_scores(player_id=res.player_id, board_id=board.id, before_match=res.match_pk)
-            previous = [encoding.value_part(by_id[board.id], s) for s in scores]
+            if board.mode == "best" and t.async_history_factor:
+                candidates.append((res, board, t))
+        past = history.previous_scores(wanted=[(res.player_id, board.id, res.match_pk) for res, board, _ in candidates])
+        for res, board, t in candidates:
+            previous = [encoding.value_part(board, s) for s in past[(res.player_id, board.id, res.match_pk)]]
             if len(previous) < t.async_history_min_results:
                 continue
             median = statistics.median(previous)

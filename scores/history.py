@@ -27,19 +27,37 @@ def all_time_parts(*, game_id: int, wanted: list[tuple[int, str]]) -> dict[tuple
         return {(b, p): part for b, p, part in cur.fetchall()}
 
 
-def previous_scores(*, player_id: int, board_id: int, before_match: int, limit: int = 20) -> list[int]:
-    """The player's scores on the board in their last `limit` accepted matches before this one,
-    newest first (the (player, board) index)."""
+def previous_scores(*, wanted: list[tuple[int, int, int]], limit: int = 20) -> dict[tuple[int, int, int], list[int]]:
+    """(player pk, board pk, match pk) -> the player's scores on the board in their last
+    `limit` accepted matches before that match, newest first. One statement for the whole
+    list (the (player, board) index, once per entry): the after-the-fact check asks for a
+    drain chunk's results at a time."""
+    wanted = list(dict.fromkeys(wanted))
+    if not wanted:
+        return {}
     with connection.cursor() as cur:
         cur.execute(
             """
-            SELECT r.score FROM scores_result r JOIN scores_match m ON m.id = r.match_id
-            WHERE r.player_id = %s AND r.board_id = %s AND m.status = 'accepted' AND r.match_id < %s
-            ORDER BY r.match_id DESC LIMIT %s
+            SELECT u.p, u.b, u.m, prev.score
+            FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS u(p, b, m)
+            CROSS JOIN LATERAL (
+                SELECT r.score, r.match_id FROM scores_result r JOIN scores_match m ON m.id = r.match_id
+                WHERE r.player_id = u.p AND r.board_id = u.b AND m.status = 'accepted' AND r.match_id < u.m
+                ORDER BY r.match_id DESC LIMIT %s
+            ) prev
+            ORDER BY u.p, u.b, u.m, prev.match_id DESC
             """,
-            [player_id, board_id, before_match, limit],
+            [
+                pgarrays.ints(p for p, _, _ in wanted),
+                pgarrays.ints(b for _, b, _ in wanted),
+                pgarrays.ints(m for _, _, m in wanted),
+                limit,
+            ],
         )
-        return [score for (score,) in cur.fetchall()]
+        out: dict[tuple[int, int, int], list[int]] = {key: [] for key in wanted}
+        for p, b, m, score in cur.fetchall():
+            out[(p, b, m)].append(score)
+        return out
 
 
 def recent_value_parts(*, board: BoardConfig, since: datetime) -> list[tuple[int | None, int]]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from unittest.mock import patch
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from anticheat.after import matches_check
 from anticheat.models import AuditEntry, MatchFlag
@@ -181,6 +183,23 @@ def test_async_recent_history_check_holds_an_outlier(gs) -> None:
     assert Match.objects.get(match_id="g9").status == "held"
     assert top("golf") == [("a", 163)]
     assert AuditEntry.objects.get(action="hold", match_ref="g9").details["after_the_fact"] is True
+
+
+def test_the_async_history_check_reads_a_whole_chunk_in_one_statement(gs) -> None:
+    """The drain checks a chunk of matches at once: the player-history read is one statement
+    however many results the chunk holds (it used to be one per result)."""
+    for i in range(12):
+        submit(
+            gs, f"c{i}", [{"player": f"p{i % 3}", "board": "golf", "score": 150 + i}], at=f"2026-11-28T1{i % 10}:00:00Z"
+        )
+    pks = list(Match.objects.order_by("pk").values_list("pk", flat=True))
+
+    def history_reads(match_pks: list[int]) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert matches_check(match_pks=match_pks) == 0
+        return sum("CROSS JOIN LATERAL" in q["sql"] for q in ctx.captured_queries)
+
+    assert history_reads(pks[:2]) == history_reads(pks) == 1
 
 
 def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, settings) -> None:
