@@ -844,6 +844,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=DEFAULT_WEB_WORKERS,
                         help=f"HTTP worker processes (default {DEFAULT_WEB_WORKERS}: what `make run` starts)")  # fmt: skip
     parser.add_argument("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
+    parser.add_argument("--projectors", type=int, default=1, help="projector processes, partitions split (default 1)")
     parser.add_argument("--board", default="rating", help="board of bench/game.toml (default rating)")
     parser.add_argument("--token-pool", type=int, default=2000, help="players the rank scenarios read (default 2000)")
     parser.add_argument("--friend-players", type=int, default=500, help="players with a friend list (default 500)")
@@ -902,7 +903,9 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
             scenario_redis(run)
             phase("redis")
         with contextlib.ExitStack() as stack:
-            celery_commands = stack.enter_context(background(env, run.server_env, celery=args.celery))
+            celery_commands = stack.enter_context(
+                background(env, run.server_env, celery=args.celery, projectors=args.projectors)
+            )
             if args.smoke:
                 run.shared_server = stack.enter_context(
                     ServerProcess(args.server, env, workers=args.workers, extra_env=run.server_env)
