@@ -621,7 +621,7 @@ def scenario_freeze(run: Run) -> None:
     from scores.selectors import cached_board
     from seasons.services import window_freeze
 
-    cfg = cached_board(GAME_SLUG, run.args.board)
+    cfg = cached_board(GAME_SLUG, board_slug=run.args.board)
     rows = run.pg.execute(
         "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (run.board.id,)
     ).fetchone()[0]  # type: ignore[index]
