@@ -24,9 +24,8 @@ import secrets
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +33,7 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
-from bench.cli import csv_choices, run_benchmark
+from bench.cli import add_run_args, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     GAME_SLUG,
@@ -56,6 +55,7 @@ from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor
 from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
 from bench.server import SERVERS, ServerProcess, background
+from bench.tally import Tally
 
 SCENARIOS = ("single", "batch")
 MIRROR_WAIT_SECONDS = 5.0  # the contract allows 1 s; a little slack for a loaded machine
@@ -97,18 +97,6 @@ class MatchFactory:
         ]
 
 
-@dataclass
-class Tally:
-    """What the server acknowledged, judged response by response."""
-
-    acked: list[str] = field(default_factory=list)  # every match id answered 2xx (or accepted in a batch)
-    rejected: Counter[str] = field(default_factory=Counter)  # batch items answered "rejected", by error code
-    measured_ok_requests: int = 0
-    measured_matches: int = 0
-    measured_results: int = 0
-    bad_bodies: list[str] = field(default_factory=list)  # a few non-2xx bodies, for the report
-
-
 @dataclass(frozen=True)
 class Scenario:
     """What one request carries and how its answer is judged."""
@@ -122,29 +110,7 @@ class Scenario:
         matches = factory.matches(self.matches_per_request if self.batch else 1)
         payload: Any = {"matches": matches} if self.batch else matches[0]
         body = json.dumps(payload, separators=(",", ":")).encode()
-        return loadgen.Request("POST", self.path, body, context=[m["match_id"] for m in matches])
-
-    def judge(self, tally: Tally, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
-        if response is None:
-            return
-        if not 200 <= response.status < 300:
-            if len(tally.bad_bodies) < 5:
-                tally.bad_bodies.append(f"{response.status}: {response.body[:300].decode(errors='replace')}")
-            return
-        if self.batch:
-            acked = []
-            for item in json.loads(response.body)["results"]:
-                if item["status"] == "rejected":
-                    tally.rejected[item.get("error", {}).get("code", "unknown")] += 1
-                else:
-                    acked.append(item["match_id"])
-        else:
-            acked = req.context
-        tally.acked.extend(acked)
-        if measured:
-            tally.measured_ok_requests += 1
-            tally.measured_matches += len(acked)
-            tally.measured_results += len(acked)  # one result per match
+        return loadgen.Request("POST", self.path, body, context=[m["match_id"] for m in matches], tag=self.name)
 
 
 # --------------------------------------------------------------------------- verification
@@ -251,11 +217,11 @@ def check_mirrored(pg: psycopg.Connection, r: redis.Redis, board: BoardInfo) -> 
         time.sleep(0.5)
 
 
-def _durable_text(d: dict[str, Any]) -> str:
+def durable_text(d: dict[str, Any]) -> str:
     return "ok" if d["ok"] else f"MISSING {d['missing']:,} of {d['acked']:,}"
 
 
-def _mirrored_text(m: dict[str, Any]) -> str:
+def mirrored_text(m: dict[str, Any]) -> str:
     if m["ok"]:
         return "ok"
     return (
@@ -285,7 +251,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     reset_scores(ctx.pg)
     flush_redis(ctx.r)
     factory = MatchFactory(f"{ctx.tag}-{server.name}-{scenario.name}", ctx.board, args.players, random.Random())
-    tally = Tally()
+    tally = Tally({scenario.name: scenario})
     profile: dict[str, Any] = {}
 
     def headers(req: loadgen.Request) -> list[tuple[str, str]]:
@@ -317,7 +283,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
                 warmup=args.warmup,
                 seconds=args.seconds,
                 make_request=lambda: scenario.request(factory),
-                on_response=lambda req, resp, measured: scenario.judge(tally, req, resp, measured),
+                on_response=tally.judge,
                 headers=headers,
                 timeout=args.timeout,
                 monitor=monitor,
@@ -339,8 +305,8 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         "matches_per_request": scenario.matches_per_request,
         "measured_seconds": seconds,
         "requests_completed": result.completed,
-        "requests_ok": tally.measured_ok_requests,
-        "requests_per_s": tally.measured_ok_requests / seconds,
+        "requests_ok": tally.measured_ok,
+        "requests_per_s": tally.measured_ok / seconds,
         "matches_per_s": tally.measured_matches / seconds,
         "results_per_s": tally.measured_results / seconds,
         "latency_ms": {
@@ -369,7 +335,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     log(
         f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, {row['results_per_s']:,.0f} results/s, "
         f"p50 {row['latency_ms']['p50']} ms, errors {row['errors']}; "
-        f"durable: {_durable_text(durable)} / mirrored: {_mirrored_text(mirrored)}"
+        f"durable: {durable_text(durable)} / mirrored: {mirrored_text(mirrored)}"
     )
     if errors or tally.rejected:
         log(f"  errors by status {errors}, rejected by code {dict(tally.rejected)}")
@@ -410,7 +376,7 @@ def render_tables(runs: list[dict[str, Any]]) -> str:
                 r["latency_ms"]["p95"],
                 r["latency_ms"]["p99"],
                 r["errors"],
-                f"durable: {_durable_text(r['durable'])} / mirrored: {_mirrored_text(r['mirrored'])}",
+                f"durable: {durable_text(r['durable'])} / mirrored: {mirrored_text(r['mirrored'])}",
             ]
             for r in runs
         ],
@@ -442,35 +408,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per scenario (default 20)")
-    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
-    parser.add_argument("--concurrency", type=int, default=32, help="concurrent connections (default 32)")
-    parser.add_argument("--batch-size", type=int, default=1000, help="matches per batch request (default 1000)")
-    parser.add_argument("--players", type=int, default=1_000_000, help="players are p1..pN (default 1,000,000)")
+    add_run_args(
+        parser, "players", "seconds", "warmup", "concurrency", "batch-size", "workers", "board", "timeout", "code",
+        "profile", seconds=20.0, timeout=120.0,
+    )  # fmt: skip
     parser.add_argument(
         "--servers", type=csv_choices(tuple(SERVERS)), default=["uvicorn", "gunicorn"], help="default uvicorn,gunicorn"
     )
     parser.add_argument(
         "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help="default single,batch"
     )
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
-    parser.add_argument("--board", default="rating", help="board of bench/game.toml the results go to (default rating)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a request counts as timed out")
-    parser.add_argument(
-        "--code",
-        metavar="REV|DIR",
-        help="measure this git revision (exported with git archive) or checkout instead of the working tree",
-    )
-    parser.add_argument(
-        "--profile",
-        choices=("cpu", "wall"),
-        help="record the server with py-spy during each measured window (slows it)",
-    )
     args = parser.parse_args(argv)
-    if not 1 <= args.batch_size <= 1000:
-        parser.error("--batch-size must be 1-1000 (contract section 4)")
-    if args.concurrency < 1 or args.players < 1 or args.seconds <= 0 or args.warmup < 0:
-        parser.error("--concurrency, --players and --seconds must be positive")
+    check_run_args(parser, args)
     return args
 
 

@@ -35,7 +35,7 @@ import redis
 from psycopg import sql
 
 from bench import cpu, profiling
-from bench.cli import run_benchmark
+from bench.cli import add_run_args, check_run_args, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     BENCH_DB_NAME,
@@ -349,18 +349,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--players", type=int, default=1_000_000, help="sorted set members (default 1,000,000)")
-    parser.add_argument("--board", default="rating", help="board of bench/game.toml to fill (default rating)")
-    parser.add_argument("--seed", type=int, default=42, help="random seed for values and times (default 42)")
-    parser.add_argument(
-        "--code",
-        metavar="REV|DIR",
-        help="measure this git revision (exported with git archive) or checkout instead of the working tree",
-    )
-    parser.add_argument("--profile", choices=("cpu", "wall"), help="record the rebuild with py-spy")
+    add_run_args(parser, "players", "board", "seed", "code", "profile")
     args = parser.parse_args(argv)
-    if args.players < 1:
-        parser.error("--players must be positive")
+    check_run_args(parser, args)
     return args
 
 

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.cli import run_benchmark
+from bench.cli import add_run_args, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     BenchEnv,
@@ -366,9 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", type=int, default=8, help="submissions in the quiet phase")
     parser.add_argument("--quiet-gap", type=float, default=1.5, help="seconds between quiet submissions")
     parser.add_argument("--busy-rate", type=float, default=20.0, help="submissions a second in the busy phase")
-    parser.add_argument("--seconds", type=float, default=10.0, help="length of the busy phase")
     parser.add_argument("--interval", type=float, default=1.0, help="LIVE_INTERVAL_SECONDS of the servers")
-    parser.add_argument("--code", metavar="REV|DIR")
+    add_run_args(parser, "seconds", "code", seconds=10.0)  # seconds: the busy phase, the measured one
     args = parser.parse_args(argv)
     return run_benchmark(args, run, wait=True)
 

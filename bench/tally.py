@@ -1,0 +1,60 @@
+"""Judging a scenario's responses one by one, the same way in every benchmark: reads (2xx
+counted; a degraded answer, served from Postgres because Redis failed, noted) and submissions
+(what the server acknowledged, batch items it rejected, by error code)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bench import loadgen
+
+ERROR_SAMPLES = 5  # non-2xx bodies kept for the report
+
+
+class Submission(Protocol):
+    batch: bool  # a {"matches": [...]} body answered item by item, else one match
+
+
+@dataclass
+class Tally:
+    """`submissions`: request tag -> how that kind of submission is sent; any other request is a read."""
+
+    submissions: dict[str, Submission] = field(default_factory=dict)
+    measured_ok: int = 0  # 2xx responses completed in the measured window, reads and submissions
+    degraded: int = 0  # reads answered 2xx from Postgres because Redis failed: not what is measured
+    acked: list[str] = field(default_factory=list)  # every match id answered 2xx (or accepted in a batch)
+    rejected: Counter[str] = field(default_factory=Counter)  # batch items answered "rejected", by error code
+    measured_matches: int = 0
+    measured_results: int = 0  # one result per match
+    bad_bodies: list[str] = field(default_factory=list)  # a few non-2xx bodies
+
+    def judge(self, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
+        if response is None:
+            return
+        if not 200 <= response.status < 300:
+            if len(self.bad_bodies) < ERROR_SAMPLES:
+                self.bad_bodies.append(f"{response.status} {req.path}: {response.body[:300].decode(errors='replace')}")
+            return
+        if measured:
+            self.measured_ok += 1
+        submission = self.submissions.get(req.tag)
+        if submission is None:
+            if b'"degraded"' in response.body:
+                self.degraded += 1
+            return
+        if submission.batch:
+            acked = []
+            for item in json.loads(response.body)["results"]:
+                if item["status"] == "rejected":
+                    self.rejected[item.get("error", {}).get("code", "unknown")] += 1
+                else:
+                    acked.append(item["match_id"])
+        else:
+            acked = req.context
+        self.acked.extend(acked)
+        if measured:
+            self.measured_matches += len(acked)
+            self.measured_results += len(acked)
