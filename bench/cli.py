@@ -52,6 +52,13 @@ RUN_FLAGS: dict[str, dict[str, Any]] = {
 }
 
 
+def bench_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's parser: `python -m <prog> --help` shows its docstring's first paragraph."""
+    return argparse.ArgumentParser(
+        prog=prog, description=(doc or "").split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
 def add_run_args(parser: argparse.ArgumentParser, *names: str, **defaults: Any) -> None:
     """Add the shared flags `names` (RUN_FLAGS' keys) to a benchmark's parser, with the
     benchmark's own defaults where given (`seconds=20.0`, `quiet_wait=180.0`)."""

@@ -33,7 +33,7 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
-from bench.cli import add_run_args, check_run_args, csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     GAME_SLUG,
@@ -51,11 +51,11 @@ from bench.environment import (
     redis_client,
     reset_scores,
 )
-from bench.machine import command_line, machine_info, machine_line
+from bench.machine import machine_info, machine_line
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.report import RESULTS_DIR, markdown_table, percentile, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess, background
-from bench.tally import Tally
+from bench.tally import Tally, load_figures, log_errors
 
 SCENARIOS = ("single", "batch")
 MIRROR_WAIT_SECONDS = 5.0  # the contract allows 1 s; a little slack for a loaded machine
@@ -277,16 +277,18 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
         result = runner.run(
             loadgen.closed_loop(
-                host="127.0.0.1",
-                port=server.port,
+                loadgen.Load(
+                    host="127.0.0.1",
+                    port=server.port,
+                    warmup=args.warmup,
+                    seconds=args.seconds,
+                    make_request=lambda: scenario.request(factory),
+                    on_response=tally.judge,
+                    headers=headers,
+                    timeout=args.timeout,
+                    monitor=monitor,
+                ),
                 concurrency=args.concurrency,
-                warmup=args.warmup,
-                seconds=args.seconds,
-                make_request=lambda: scenario.request(factory),
-                on_response=tally.judge,
-                headers=headers,
-                timeout=args.timeout,
-                monitor=monitor,
             )
         )
     applied = wait_applied(ctx.pg)
@@ -295,34 +297,16 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     mirrored["ok"] = mirrored["ok"] and applied["ok"]
     mirrored["applied"] = applied
 
-    latencies = sorted(result.latencies)
     seconds = result.measured_seconds
-    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
     row: dict[str, Any] = {
         "server": server.name,
         "scenario": scenario.name,
         "concurrency": args.concurrency,
         "matches_per_request": scenario.matches_per_request,
-        "measured_seconds": seconds,
-        "requests_completed": result.completed,
-        "requests_ok": tally.measured_ok,
-        "requests_per_s": tally.measured_ok / seconds,
+        **load_figures(result, tally),
         "matches_per_s": tally.measured_matches / seconds,
         "results_per_s": tally.measured_results / seconds,
-        "latency_ms": {
-            "p50": ms(percentile(latencies, 50)),
-            "p95": ms(percentile(latencies, 95)),
-            "p99": ms(percentile(latencies, 99)),
-            "max": ms(latencies[-1] if latencies else None),
-            "mean": ms(sum(latencies) / len(latencies) if latencies else None),
-        },
-        "statuses": dict(result.statuses),
-        "errors": sum(errors.values()) + sum(tally.rejected.values()),
-        "errors_by_status": errors,
         "rejected_by_code": dict(tally.rejected),
-        "error_samples": tally.bad_bodies,
-        "requests_sent": result.sent,
-        "connections_opened": result.connects,
         "machine_busy_before": round(busy_before, 3),
         "cpu_cores": monitor.cores,
         "loadgen_cpu_seconds": round(monitor.loadgen_cpu_seconds, 3),
@@ -337,12 +321,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         f"p50 {row['latency_ms']['p50']} ms, errors {row['errors']}; "
         f"durable: {durable_text(durable)} / mirrored: {mirrored_text(mirrored)}"
     )
-    if errors or tally.rejected:
-        log(f"  errors by status {errors}, rejected by code {dict(tally.rejected)}")
-        for sample in tally.bad_bodies:
-            log(f"  {sample}")
-        if any(k.startswith("5") for k in errors):
-            log(f"  server log tail:\n{server.log_tail()}")
+    log_errors(row, tally, server.log_tail)
     return row
 
 
@@ -403,11 +382,7 @@ def render_tables(runs: list[dict[str, Any]]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.ingest",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("python -m bench.ingest", __doc__)
     add_run_args(
         parser, "players", "seconds", "warmup", "concurrency", "batch-size", "workers", "board", "timeout", "code",
         "profile", seconds=20.0, timeout=120.0,
@@ -451,22 +426,16 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
                     row["server_command"] = server.command
                     runs.append(row)
     tables = render_tables(runs)
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{tables}\n", flush=True)
-    path = write_json(
+    report_results(
         "ingest",
-        stamp,
-        {
-            "benchmark": "ingest",
-            "started_at": started.isoformat(),
-            "command": command_line(),
-            "machine": machine,
-            "code": code.info,
-            "config": {k: v for k, v in vars(args).items()},
-            "game_file": "bench/game.toml",
-            "runs": runs,
-        },
+        tables,
+        started=started,
+        machine=machine,
+        code=code.info,
+        config={k: v for k, v in vars(args).items()},
+        game_file="bench/game.toml",
+        runs=runs,
     )
-    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     ok = all(r["durable"]["ok"] and r["mirrored"]["ok"] for r in runs)
     return 0 if ok else 2
 

@@ -43,7 +43,7 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
-from bench.cli import add_run_args, check_run_args, csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     BENCH_DB_NAME,
@@ -63,12 +63,12 @@ from bench.environment import (
     prepare_database,
     redis_client,
 )
-from bench.machine import command_line, machine_info, machine_line
+from bench.machine import machine_info, machine_line
 from bench.memory import BoardShape, Values, load_board
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.report import RESULTS_DIR, Laps, markdown_table, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess
-from bench.tally import Tally
+from bench.tally import Tally, load_figures, log_errors
 
 SCENARIOS = ("bare", "top", "top-deep", "rank", "rank-signed", "friends")
 OVERLAY_DIR = BENCH_DIR / "django_overlay"  # bench_settings.py, bench_urls.py
@@ -445,22 +445,21 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
         result = runner.run(
             loadgen.closed_loop(
-                host="127.0.0.1",
-                port=server.port,
+                loadgen.Load(
+                    host="127.0.0.1",
+                    port=server.port,
+                    warmup=args.warmup,
+                    seconds=args.seconds,
+                    make_request=scenario.request,
+                    on_response=tally.judge,
+                    headers=lambda req: req.context,
+                    timeout=args.timeout,
+                    monitor=monitor,
+                ),
                 concurrency=args.concurrency,
-                warmup=args.warmup,
-                seconds=args.seconds,
-                make_request=scenario.request,
-                on_response=tally.judge,
-                headers=lambda req: req.context,
-                timeout=args.timeout,
-                monitor=monitor,
                 stagger=args.stagger,
             )
         )
-    latencies = sorted(result.latencies)
-    seconds = result.measured_seconds
-    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
     row: dict[str, Any] = {
         "server": server.name,
         "scenario": scenario.name,
@@ -468,24 +467,8 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         "auth": scenario.auth,
         "concurrency": args.concurrency,
         "workers": args.workers,
-        "measured_seconds": seconds,
-        "requests_completed": result.completed,
-        "requests_ok": tally.measured_ok,
-        "requests_per_s": tally.measured_ok / seconds,
-        "latency_ms": {
-            "p50": ms(percentile(latencies, 50)),
-            "p95": ms(percentile(latencies, 95)),
-            "p99": ms(percentile(latencies, 99)),
-            "max": ms(latencies[-1] if latencies else None),
-            "mean": ms(sum(latencies) / len(latencies) if latencies else None),
-        },
-        "statuses": dict(result.statuses),
-        "errors": sum(errors.values()) + tally.degraded,
-        "errors_by_status": errors,
+        **load_figures(result, tally),
         "degraded": tally.degraded,
-        "error_samples": tally.bad_bodies,
-        "requests_sent": result.sent,
-        "connections_opened": result.connects,
         "caches": args.caches,
         "cache_keys_cleared_before": cleared,
         "warmed": warmed,
@@ -504,12 +487,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, p50 {row['latency_ms']['p50']} ms, "
         f"p99 {row['latency_ms']['p99']} ms, errors {row['errors']}"
     )
-    if errors or tally.degraded:
-        log(f"  errors by status {errors}, degraded {tally.degraded}")
-        for sample in tally.bad_bodies:
-            log(f"  {sample}")
-        if any(k.startswith("5") for k in errors):
-            log(f"  server log tail:\n{server.log_tail()}")
+    log_errors(row, tally, server.log_tail)
     return row
 
 
@@ -729,11 +707,7 @@ def render(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.reads",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("python -m bench.reads", __doc__)
     add_run_args(
         parser, "players", "seconds", "warmup", "concurrency", "workers", "board", "token-pool", "friend-players",
         "friends", "throttle-rate", "seed", "timeout", "code", "profile", "stagger", "quiet-wait", "retries",
@@ -800,31 +774,25 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
             log(f"{name} correct: {correct_text(checks[name])}")
         flush_redis(r)  # the board and its caches: ~150 MB of a Redis others use too
     text = render(runs, checks, args.servers, args)
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{text}\n", flush=True)
-    path = write_json(
+    report_results(
         "reads",
-        stamp,
-        {
-            "benchmark": "reads",
-            "started_at": started.isoformat(),
-            "command": command_line(),
-            "machine": machine,
-            "code": code.info,
-            "config": vars(args),
-            "game_file": "bench/game.toml",
-            "server_env": ctx.server_env,
-            "setup": fixture.setup,
-            "scenarios": SCENARIO_REQUESTS,
-            "runs": runs,
-            "correctness": checks,
-            "expected": {
-                "total": expected.total,
-                "ranks": {f"p{pk}": {"rank": rank, "score": value} for pk, (rank, value) in expected.ranks.items()},
-                "friend_lists": {f"p{owner}": len(ranks) for owner, ranks in expected.friend_ranks.items()},
-            },
+        text,
+        started=started,
+        machine=machine,
+        code=code.info,
+        config=vars(args),
+        game_file="bench/game.toml",
+        server_env=ctx.server_env,
+        setup=fixture.setup,
+        scenarios=SCENARIO_REQUESTS,
+        runs=runs,
+        correctness=checks,
+        expected={
+            "total": expected.total,
+            "ranks": {f"p{pk}": {"rank": rank, "score": value} for pk, (rank, value) in expected.ranks.items()},
+            "friend_lists": {f"p{owner}": len(ranks) for owner, ranks in expected.friend_ranks.items()},
         },
     )
-    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     return 0 if all(c["ok"] for c in checks.values()) else 2
 
 

@@ -40,7 +40,7 @@ import redis
 
 from bench import anchors, cpu, ingest, loadgen, plots, reads
 from bench import server as server_module
-from bench.cli import add_run_args, check_run_args, csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     GAME_SLUG,
@@ -58,9 +58,9 @@ from bench.environment import (
 )
 from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp
+from bench.report import RESULTS_DIR, Laps, latency_ms, markdown_table, ms, utc_stamp
 from bench.server import SERVERS, ServerProcess, background
-from bench.tally import Tally
+from bench.tally import Tally, load_figures, log_errors
 from scripts.web import DEFAULT_WORKERS as DEFAULT_WEB_WORKERS
 
 # In the order they run: anchors first, reads before writes (writes move the board), freeze last.
@@ -177,17 +177,6 @@ def _wait_quiet(args: argparse.Namespace) -> tuple[float, float]:
     return busy, waited
 
 
-def _latency(values: Sequence[float]) -> dict[str, float | None]:
-    ordered = sorted(values)
-    return {
-        "p50": ms(percentile(ordered, 50)),
-        "p95": ms(percentile(ordered, 95)),
-        "p99": ms(percentile(ordered, 99)),
-        "max": ms(ordered[-1] if ordered else None),
-        "mean": ms(sum(ordered) / len(ordered) if ordered else None),
-    }
-
-
 def measure(
     run: Run,
     name: str,
@@ -232,46 +221,35 @@ def _measure_once(
     load = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
     log(f"{name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {load}")
     monitor = ServerMonitor(run.env, srv.pid, r=run.r)
-    common: dict[str, Any] = {
-        "host": "127.0.0.1",
-        "port": srv.port,
-        "warmup": args.warmup,
-        "seconds": args.seconds,
-        "make_request": make_request,
-        "on_response": tally.judge,
-        "headers": lambda req: req.context,
-        "timeout": args.timeout,
-        "monitor": monitor,
-    }
+    spec = loadgen.Load(
+        host="127.0.0.1",
+        port=srv.port,
+        warmup=args.warmup,
+        seconds=args.seconds,
+        make_request=make_request,
+        on_response=tally.judge,
+        headers=lambda req: req.context,
+        timeout=args.timeout,
+        monitor=monitor,
+    )
     lag = ingest.LagSampler(run.env.database_url) if submissions else contextlib.nullcontext()
     with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
         if rate:
-            result = runner.run(loadgen.open_loop(rate=rate, **common))
+            result = runner.run(loadgen.open_loop(spec, rate=rate))
         else:
             assert concurrency is not None
-            result = runner.run(loadgen.closed_loop(concurrency=concurrency, stagger=args.stagger, **common))
+            result = runner.run(loadgen.closed_loop(spec, concurrency=concurrency, stagger=args.stagger))
     seconds = result.measured_seconds
-    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
     detail: dict[str, Any] = {
         "scenario": name,
         "loop": "open" if rate else "closed",
         "concurrency": concurrency,
         "rate": rate,
         "load": load,
-        "measured_seconds": seconds,
-        "requests_completed": result.completed,
-        "requests_ok": tally.measured_ok,
-        "requests_per_s": tally.measured_ok / seconds,
-        "latency_ms": _latency(result.latencies),
-        "latency_ms_by_tag": {tag: _latency(v) for tag, v in sorted(result.latencies_by_tag.items())},
+        **load_figures(result, tally),
+        "latency_ms_by_tag": {tag: latency_ms(v) for tag, v in sorted(result.latencies_by_tag.items())},
         "requests_by_tag": {tag: len(v) for tag, v in sorted(result.latencies_by_tag.items())},
-        "statuses": dict(result.statuses),
-        "errors": sum(errors.values()) + sum(tally.rejected.values()) + tally.degraded,
-        "errors_by_status": errors,
         "degraded": tally.degraded,
-        "error_samples": tally.bad_bodies,
-        "requests_sent": result.sent,
-        "connections_opened": result.connects,
         "max_send_lag_ms": ms(result.max_send_lag) if rate else None,
         "cache_keys_cleared_before": cleared,
         "warmed": warmed,
@@ -293,10 +271,7 @@ def _measure_once(
         f"{name}: {detail['requests_per_s']:,.1f} req/s, p50 {detail['latency_ms']['p50']} ms, "
         f"p99 {detail['latency_ms']['p99']} ms, errors {detail['errors']}"
     )
-    if errors or detail["errors"]:
-        log(f"  errors by status {errors}; samples: {detail['error_samples'][:3]}")
-        if any(k.startswith("5") for k in errors):
-            log(f"  server log tail:\n{srv.log_tail()}")
+    log_errors(detail, tally, srv.log_tail)
     return detail
 
 
@@ -543,10 +518,12 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
                 # its own thread and event loop: building and signing 1000-match bodies would
                 # otherwise hold up the probers' loop and count in their latencies
                 loads.append(asyncio.run(loadgen.closed_loop(
-                    host="127.0.0.1", port=srv.port, warmup=0, seconds=args.seconds,
-                    make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
-                    headers=lambda req: req.context, timeout=args.timeout, concurrency=args.batch_concurrency,
-                    stagger=args.stagger,
+                    loadgen.Load(
+                        host="127.0.0.1", port=srv.port, warmup=0, seconds=args.seconds,
+                        make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
+                        headers=lambda req: req.context, timeout=args.timeout,
+                    ),
+                    concurrency=args.batch_concurrency, stagger=args.stagger,
                 )))  # fmt: skip
 
             loader = threading.Thread(target=batch_load, name="batch-load") if loaded else None
@@ -563,7 +540,7 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
         "load": f"{args.freshness_probers} probers" + (beside or ", nothing else"),
         "probes": len(samples),
         "probes_per_s": len(samples) / args.seconds,
-        "latency_ms": _latency(samples),
+        "latency_ms": latency_ms(samples),
         "polls_per_probe": {"mean": round(sum(found["polls"]) / len(found["polls"]), 2) if found["polls"] else None,
                             "max": max(found["polls"], default=None)},
         "outcome": found["outcome"],
@@ -808,11 +785,7 @@ SMOKE = {  # --smoke: tiny data, about a second per scenario (what tests/bench/t
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = bench_parser("python -m bench", __doc__)
     add_run_args(
         parser, "players", "seconds", "warmup", "concurrency", "batch-size", "workers", "board", "token-pool",
         "friend-players", "friends", "throttle-rate", "seed", "timeout", "stagger", "quiet-wait", "retries", "code",

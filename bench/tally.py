@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from bench import loadgen
+from bench.environment import log
+from bench.report import latency_ms
 
 ERROR_SAMPLES = 5  # non-2xx bodies kept for the report
 
@@ -58,3 +61,35 @@ class Tally:
         if measured:
             self.measured_matches += len(acked)
             self.measured_results += len(acked)
+
+
+def load_figures(result: loadgen.LoadResult, tally: Tally) -> dict[str, Any]:
+    """What every HTTP scenario reports of its load: requests, throughput and latency in the
+    measured window, and every error (non-2xx, batch items rejected, degraded reads)."""
+    seconds = result.measured_seconds
+    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
+    return {
+        "measured_seconds": seconds,
+        "requests_completed": result.completed,
+        "requests_ok": tally.measured_ok,
+        "requests_per_s": tally.measured_ok / seconds,
+        "latency_ms": latency_ms(result.latencies),
+        "statuses": dict(result.statuses),
+        "errors": sum(errors.values()) + sum(tally.rejected.values()) + tally.degraded,
+        "errors_by_status": errors,
+        "error_samples": tally.bad_bodies,
+        "requests_sent": result.sent,
+        "connections_opened": result.connects,
+    }
+
+
+def log_errors(figures: dict[str, Any], tally: Tally, log_tail: Callable[[], str]) -> None:
+    """A scenario's errors in the log, with samples (and the server's log tail on a 5xx)."""
+    errors = figures["errors_by_status"]
+    if not figures["errors"]:
+        return
+    log(f"  errors by status {errors}, rejected by code {dict(tally.rejected)}, degraded {tally.degraded}")
+    for sample in tally.bad_bodies:
+        log(f"  {sample}")
+    if any(k.startswith("5") for k in errors):
+        log(f"  server log tail:\n{log_tail()}")

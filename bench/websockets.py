@@ -56,8 +56,8 @@ from bench.environment import (
     redis_client,
 )
 from bench.loadgen import HttpConnection, Request, sign
-from bench.machine import command_line, machine_info, machine_line
-from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.machine import machine_info
+from bench.report import markdown_table, ms, percentile, report_results
 from bench.server import ServerProcess, background
 
 GAME = "bench"
@@ -341,21 +341,15 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
         with connect(env) as pg, redis_client(env) as r:
             machine = machine_info(pg, r)
     table = render(steps)
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{table}\n", flush=True)
-    path = write_json(
+    report_results(
         "websockets",
-        utc_stamp(started),
-        {
-            "benchmark": "websockets",
-            "started_at": started.isoformat(),
-            "command": command_line(),
-            "machine": machine,
-            "code": code.info,
-            "config": vars(args),
-            "steps": steps,
-        },
+        table,
+        started=started,
+        machine=machine,
+        code=code.info,
+        config=vars(args),
+        steps=steps,
     )
-    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     return 0
 
 
