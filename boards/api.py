@@ -126,7 +126,7 @@ def _friend_entry(f: selectors.FriendEntry) -> dict[str, Any]:
 
 
 def _board(game: str, board: str) -> BoardConfig:
-    found = cached_board(game, board)
+    found = cached_board(game, board_slug=board)
     if found is None:
         if cached_game(game)[0] is None:
             raise NotFound(f"unknown game {game!r}", code="unknown_game")
@@ -340,7 +340,7 @@ class PlayerStandingApi(PlayerReadApi):
         if not isinstance(user, PlayerPrincipal):
             return None
         kw = self.kwargs
-        cfg = cached_board(kw["game"], kw["board"])
+        cfg = cached_board(kw["game"], board_slug=kw["board"])
         if cfg is None or cfg.game_id != user.game_id:
             return None
         if selectors.player_pk_cached(cfg.game_id, kw["player"]) != user.player_pk:
