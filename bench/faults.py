@@ -17,6 +17,8 @@ while the fault lasted, and the recovery time (from the heal to the first fully 
 answer: a 2xx submission and a /top that is not degraded). Exit status 1 on any loss.
 
 A new fault is one class: a name, inject(stack) and heal(stack) (see FAULTS).
+
+Over 400 lines on purpose: one class per fault plus the servers it starts and breaks; a new fault is one class added to FAULTS.
 """
 
 from __future__ import annotations

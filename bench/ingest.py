@@ -10,6 +10,8 @@ scenario, starting from empty score tables and an empty Redis db:
   batch   POST /api/v1/games/bench/matches/batch, --batch-size such matches per request;
 then checks that every acknowledged match is in Postgres (durable) and that the board's `all`
 sorted set holds exactly the values Postgres holds (mirrored). See bench/README.md.
+
+Over 400 lines on purpose: the ingest scenarios and their durability and mirror checks, which the suite reuses.
 """
 
 from __future__ import annotations

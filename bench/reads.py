@@ -18,6 +18,8 @@ closed-loop run:
   rank-signed  the same, signed by the game server (HMAC) instead;
   friends      GET .../boards/rating/players/<p>/friends with p's token, p having 200 friends.
 Finally the API's ranks of 20 players are checked against Postgres. See bench/README.md.
+
+Over 400 lines on purpose: the read scenarios, their SQL spot checks and the per-scenario server lifecycle belong together; the load loops are in loadgen.py.
 """
 
 from __future__ import annotations

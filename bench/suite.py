@@ -11,6 +11,8 @@ ZREVRANK on a sorted set of N members), the framework's ceiling (a bare Django J
 the same server) and what a user would build without us (the naive SQL rank). Writes
 bench/results/<stamp>.json, <stamp>.md and two PNG plots; `--publish` also puts them into
 docs/BENCHMARKS.md. See bench/README.md.
+
+Over 400 lines on purpose: every scenario of `make bench` with its checks and targets, read top to bottom as one run (its steps are the functions run_suite calls).
 """
 
 from __future__ import annotations
