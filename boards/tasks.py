@@ -1,15 +1,14 @@
 from celery import shared_task
 
-from boards import keys, live, services
+from boards import index, live, services
 from boards.histogram import histograms_refresh
-from boards.redis import get_redis
 from boards.rolling import rolling_windows_refresh
 
 
 @shared_task(ignore_result=True)
 def sync_pending() -> int:
     """Replay outbox rows the post-commit path missed; rebuild if Redis lost the index."""
-    rebuilding = not get_redis().exists(keys.built_marker())
+    rebuilding = not index.built()
     replayed = services.board_index_heal()
     if replayed or rebuilding:
         live.watched_changed()  # the drain does not say which windows it touched

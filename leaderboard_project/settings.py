@@ -147,6 +147,13 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Short timeouts: with Redis down, a submission must still answer quickly (Postgres holds it).
 REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.5"))
 
+# The ranking index (sorted sets, their scripts, histograms) on a Redis Cluster: any node's URL,
+# e.g. redis://127.0.0.1:7001 (the client discovers the rest). Unset: everything on REDIS_URL.
+REDIS_CLUSTER_URL = os.environ.get("REDIS_CLUSTER_URL", "").strip()
+# Stale-tolerant reads (top pages, histograms) from the cluster's replicas; a player's own rank
+# stays on the primaries (docs/reads.md).
+REDIS_READ_FROM_REPLICAS = os.environ.get("REDIS_READ_FROM_REPLICAS", "0") == "1"
+
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",

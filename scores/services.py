@@ -133,6 +133,8 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "regions": bs.regions,
                 "anticheat": dict(bs.anticheat),
                 "format": bs.format,
+                "shards": bs.shards,
+                "exact_rank_limit": bs.exact_rank_limit,
             }
             board = existing.get(bs.slug)
             if board is None:

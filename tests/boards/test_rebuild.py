@@ -30,7 +30,7 @@ def _submit(server: SignedClient, n: int) -> None:
 
 def _snapshot() -> dict[str, dict[bytes, float]]:
     r = get_redis()
-    boards = [k for k in r.scan_iter("lb:*") if k.split(b":")[1].isdigit()]
+    boards = [k for k in r.scan_iter("lb:*") if keys.parse_board_key(k.decode())]
     return {k.decode(): dict(r.zrange(k, 0, -1, withscores=True)) for k in boards}
 
 
@@ -50,7 +50,7 @@ def test_rebuild_reproduces_the_live_index_and_drops_what_postgres_no_longer_has
     assert _snapshot() == live
     assert "entries" in out.getvalue()
     assert r.exists(keys.built_marker())
-    assert not list(r.scan_iter("lb:build:*"))
+    assert not list(r.scan_iter("lbb:*"))
 
 
 def test_rebuild_of_one_board_leaves_the_others_alone(server: SignedClient, game) -> None:

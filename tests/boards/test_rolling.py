@@ -114,7 +114,7 @@ def test_rolling_windows_match_the_reference_over_those_days(world, matches) -> 
             assert got["total"] == len(want)
             assert [(e["rank"], e["player"], e["score"]) for e in got["entries"]] == want
             assert all(e["metadata"] is None for e in got["entries"])
-    assert not list(get_redis().scan_iter("lb:build:*"))
+    assert not list(get_redis().scan_iter("lbb:*"))
 
 
 def test_last_n_days_are_the_local_days_ending_today() -> None:
@@ -171,7 +171,7 @@ def test_old_days_drop_out_and_an_empty_window_loses_its_key(world) -> None:
     rolling_windows_refresh(NOW + timedelta(days=8))
     assert _members("sum", "last7d") == {}
     assert not r.exists(keys.board_key(Board.objects.get(slug="sum").id, "last7d"))
-    assert not list(r.scan_iter("lb:build:*"))
+    assert not list(r.scan_iter("lbb:*"))
 
 
 @pytest.mark.parametrize("world", [1], indirect=True)
@@ -191,7 +191,7 @@ def test_days_whose_sorted_set_expired_are_read_from_postgres(world) -> None:
     assert r.exists(keys.board_key(high.id, f"daily:{today - timedelta(days=1)}"))
     rolling_windows_refresh()
     assert _members("high", "last7d") == {"a": 5, "b": 4, "c": 3, "d": 0}
-    assert not list(r.scan_iter("lb:build:*"))
+    assert not list(r.scan_iter("lbb:*"))
     assert r.ttl(keys.board_key(high.id, "last7d")) == -1
 
 
@@ -206,7 +206,7 @@ def test_totals_swap_in_whole_and_leave_no_scratch_key_or_expiry(world) -> None:
     members = {m.decode() for m in r.zrange(live, 0, -1)}
     assert "999999" not in members and len(members) == 2
     assert r.ttl(live) == -1
-    assert not list(r.scan_iter("lb:build:*"))
+    assert not list(r.scan_iter("lbb:*"))
     assert _members("sum", "last7d") == {"a": 4, "b": 0}
 
 
