@@ -115,18 +115,25 @@ def matches_check(*, match_pks: Sequence[int]) -> int:
 # The after-the-fact checks are queued per request as match ids on a Redis list (one small
 # round trip) rather than one Celery message per request: building and publishing a Celery
 # message cost a single-match submission more than its Redis mirror. One drain task is queued
-# at a time (a flag with an expiry, so a lost task is re-queued by a later submission).
+# at a time (a flag with an expiry, so a lost task is re-queued by a later submission), and it
+# runs DRAIN_DELAY_SECONDS later, so the matches of many projector batches share one task: one
+# task per batch meant up to 50 tasks a second at low rates, each a Celery round of its own.
 SCHEDULE_TTL = 30
 DRAIN_CHUNK = 500
+DRAIN_DELAY_SECONDS = 0.5
 
 
 def checks_enqueue(match_pks: Sequence[int]) -> bool:
-    """Queue matches for the after-the-fact checks. True when the caller must queue a drain
-    task (none is queued yet). Raises if Redis is down."""
+    """Queue matches for the after-the-fact checks, and a drain task unless one is queued
+    already; True when this call queued it. Raises if Redis is down."""
+    from anticheat.tasks import check_pending
+
     pipe = get_redis().pipeline(transaction=False)
     pipe.rpush(keys.anticheat_pending(), *match_pks)
     pipe.set(keys.anticheat_scheduled(), 1, nx=True, ex=SCHEDULE_TTL)
     _, scheduled = pipe.execute()
+    if scheduled:
+        check_pending.apply_async(countdown=DRAIN_DELAY_SECONDS, expires=SCHEDULE_TTL, retry=False)
     return bool(scheduled)
 
 

@@ -19,11 +19,9 @@ def check_after_the_fact(sender: Any, match_pks: list[int], **kwargs: Any) -> No
     if not settings.ANTICHEAT_ASYNC_CHECKS:
         return
     from anticheat.after import checks_enqueue
-    from anticheat.tasks import check_pending
 
     try:
-        if checks_enqueue(match_pks):
-            check_pending.delay()
+        checks_enqueue(match_pks)
     except REDIS_DOWN as exc:  # the queue and the broker are Redis: a submission must succeed without it
         log_unavailable(log, "could not enqueue anti-cheat checks of %d match(es): %s", len(match_pks), exc=exc)
     except Exception as exc:

@@ -16,6 +16,11 @@ from leaderboard_project.settings import *  # noqa: E402, F403
 # (tests of the projector itself turn this off and run batches, or the process, themselves).
 PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "1") == "1"
 
+# Another checkout's test run on this machine holds the plain test database
+# (scripts/services.py gives each concurrent run a slot of its own).
+if os.environ.get("TEST_DATABASE_NAME"):
+    DATABASES["default"]["TEST"] = {"NAME": os.environ["TEST_DATABASE_NAME"]}  # noqa: F405
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed only; never in production
 
 # Live updates on the test Redis database. Pub/sub channels ignore databases: the prefix names

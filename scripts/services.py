@@ -59,6 +59,10 @@ LOCAL_PG_PORT = int(os.environ.get("LEADERBOARD_LOCAL_PG_PORT", "55432"))
 LOCAL_REDIS_PORT = int(os.environ.get("LEADERBOARD_LOCAL_REDIS_PORT", "56379"))
 # Tests flush their Redis database: keep them off db 0, where a developer's own data lives.
 TEST_REDIS_DB = 15
+# Test runs of several checkouts on one machine each take a slot (a lock file held while the
+# run lasts): slot N > 0 gets its own test database (test_<name>_sN) and Redis db 15 - N, since
+# a run creates, flushes and drops both. Slot 0 keeps the plain names.
+TEST_SLOTS = 8
 # initdb and postgres refuse to run as root. As root, the project-local cluster runs as the
 # `postgres` system user when there is one, else as `leaderboard-pg` (created on demand).
 PG_SERVICE_USERS = ("postgres", "leaderboard-pg")
@@ -676,14 +680,44 @@ def ensure_services(*, for_tests: bool = False) -> dict[str, str]:
                 redis_url = _local_redis()
 
     _ensure_database(database_url)
-    if for_tests and not test_redis_url:
-        redis_url = with_redis_db(redis_url, TEST_REDIS_DB)
-        log(f"redis: tests use database {TEST_REDIS_DB}: {redact(redis_url)}")
     found = {"DATABASE_URL": database_url, "REDIS_URL": redis_url}
+    if for_tests:
+        slot = _test_slot()
+        if slot:
+            name = urlsplit(database_url).path.lstrip("/") or "leaderboard"
+            found["TEST_DATABASE_NAME"] = f"test_{name}_s{slot}"
+            log(f"tests: another test run holds slot 0; this one uses slot {slot} ({found['TEST_DATABASE_NAME']})")
+        if not test_redis_url:
+            db = TEST_REDIS_DB - slot
+            found["REDIS_URL"] = with_redis_db(redis_url, db)
+            log(f"redis: tests use database {db}: {redact(found['REDIS_URL'])}")
     if for_tests:  # the cluster topology of the board tests (scripts/cluster.py)
         found["TEST_REDIS_CLUSTER_URL"] = os.environ.get("TEST_REDIS_CLUSTER_URL", "").strip() or _cluster()
     # tests make throwaway secrets of their own (leaderboard_project/settings_test.py)
     return found if for_tests else {**found, **ensure_secrets()}
+
+
+_slot: int | None = None  # this process's test slot; its lock file stays open until we exit
+
+
+def _test_slot() -> int:
+    """Take the first free test slot for as long as this process lives (the test command runs
+    as our child and inherits no descriptors: the lock is ours, released when we exit)."""
+    global _slot
+    if _slot is not None:
+        return _slot
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"leaderboard-test-slots-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for slot in range(TEST_SLOTS):
+        fd = os.open(folder / f"slot-{slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        _slot = slot
+        return slot
+    raise ServiceError(f"{TEST_SLOTS} test runs are going on at once on this machine; wait for one to end")
 
 
 # --------------------------------------------------------------------------- secrets

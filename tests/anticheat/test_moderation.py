@@ -204,10 +204,10 @@ def test_the_async_history_check_reads_a_whole_chunk_in_one_statement(gs) -> Non
 
 def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, settings) -> None:
     """With async checks on, each accepted submission queues its match ids on a Redis list;
-    only the first queues a Celery drain (run here by hand, as a worker would)."""
+    only the first queues a Celery drain, half a second later (run here by hand, as a worker would)."""
     settings.ANTICHEAT_ASYNC_CHECKS = True
     queued: list[int] = []
-    with patch("anticheat.tasks.check_pending.delay", side_effect=lambda: queued.append(1)):
+    with patch("anticheat.tasks.check_pending.apply_async", side_effect=lambda **kw: queued.append(1)):
         for i, score in enumerate([163, 180, 181, 182, 183]):
             submit(gs, f"g{i}", [{"player": "a", "board": "golf", "score": score}], at=f"2026-11-28T1{i}:00:00Z")
         submit(gs, "g9", [{"player": "a", "board": "golf", "score": 18}], at="2026-11-28T19:00:00Z")
@@ -219,7 +219,7 @@ def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, settings
     assert top("golf") == [("a", 163)]
     assert get_redis().llen(keys.anticheat_pending()) == 0
     # the drain cleared its flag: the next submission queues a drain again
-    with patch("anticheat.tasks.check_pending.delay", side_effect=lambda: queued.append(2)):
+    with patch("anticheat.tasks.check_pending.apply_async", side_effect=lambda **kw: queued.append(2)):
         submit(gs, "g10", [{"player": "b", "board": "golf", "score": 100}])
     assert queued == [1, 2]
 
