@@ -6,10 +6,9 @@ from any node and follows MOVED and failovers); unset, the one Redis of REDIS_UR
 (boards/redis.get_redis, behind the circuit breaker). REDIS_URL always keeps the Celery broker,
 the channel layer, the cache, the outbox bookkeeping and the live-update state.
 
-Every call that touches several board keys goes through batch(): one pipeline, which a
-cluster client splits per node (every script touches one key, so one slot) and a plain
-Redis runs in one round trip. A script a cluster node does not know yet (a node just promoted
-or restarted empty) is loaded on every node and the batch retried once.
+Every call that touches several board keys goes through batch() or pipeline(): one pipeline
+on a plain Redis (one round trip); on a cluster one plain pipeline per node, the commands
+grouped by the node that serves their key's slot (every script touches one key, so one slot).
 """
 
 from __future__ import annotations
@@ -20,12 +19,12 @@ from typing import Any
 
 from django.conf import settings
 from redis import Redis
-from redis.cluster import RedisCluster
-from redis.exceptions import NoScriptError
+from redis.cluster import LoadBalancingStrategy, RedisCluster
+from redis.exceptions import ResponseError
 
 from boards import keys
-from boards.redis import BoardIndexNotBuilt, get_redis
-from boards.scripts import LUA_DIR, script
+from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
+from boards.scripts import script
 from scores.selectors import cached_game_config_of_board
 
 _clients: dict[tuple[str, bool], RedisCluster] = {}
@@ -57,7 +56,7 @@ def _cluster(replicas: bool) -> RedisCluster:
                     url,
                     socket_timeout=timeout,
                     socket_connect_timeout=timeout,
-                    read_from_replicas=replicas,
+                    load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN_REPLICAS if replicas else None,
                     require_full_coverage=False,
                 )
                 _clients[(url, replicas)] = client
@@ -81,49 +80,93 @@ def clients_reset() -> None:
 
 
 def pipeline(*, transaction: bool = True, replicas: bool = False) -> Any:
-    """A pipeline on the index: a MULTI on one Redis when asked for, a plain (per-node)
-    pipeline on a cluster, where a transaction cannot span slots."""
+    """A pipeline on the index: a MULTI on one Redis when asked for; on a cluster a NodeBatch
+    (one plain pipeline per node: a transaction cannot span slots, and redis-py's cluster
+    pipeline refuses scripts)."""
     r = index(replicas=replicas)
     if isinstance(r, RedisCluster):
-        return r.pipeline()
+        return NodeBatch(replicas=replicas)
     return r.pipeline(transaction=transaction)
 
 
-def _queue(pipe: Any, ops: Sequence[Op]) -> None:
-    for op in ops:
-        if op[0] == "script":
-            _, name, k, a = op
-            script(name)(keys=k, args=a, client=pipe)
+class NodeBatch:
+    """Commands queued as on a pipeline (`batch.zadd(key, ...)`, `batch.script(name, keys,
+    args)`), run by execute() as one plain pipeline per cluster node, replies in order. Every
+    command's first argument is its key (scripts: their one key)."""
+
+    def __init__(self, *, replicas: bool = False) -> None:
+        self.replicas = replicas
+        self.ops: list[tuple[str, tuple, dict]] = []
+
+    def script(self, name: str, script_keys: Sequence[str], args: Sequence[Any]) -> NodeBatch:
+        self.ops.append(("script", (name, list(script_keys), list(args)), {}))
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def queue(*args: Any, **kwargs: Any) -> NodeBatch:
+            self.ops.append((name, args, kwargs))
+            return self
+
+        return queue
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        return _run_on_nodes(_cluster(self.replicas and settings.REDIS_READ_FROM_REPLICAS), self.ops)
+
+
+def _key_of(op: tuple[str, tuple, dict]) -> str:
+    name, args, _ = op
+    return args[1][0] if name == "script" else args[0]
+
+
+def _queue(pipe: Any, ops: Sequence[tuple[str, tuple, dict]]) -> None:
+    for name, args, kwargs in ops:
+        if name == "script":
+            script_name, k, a = args
+            script(script_name)(keys=k, args=a, client=pipe)
         else:
-            getattr(pipe, op[0])(*op[1:])
+            getattr(pipe, name)(*args, **kwargs)
 
 
-def _load_scripts(r: RedisCluster) -> None:
-    for path in sorted(LUA_DIR.glob("*.lua")):
-        source = path.read_text()
-        for node in r.get_nodes():
-            r.script_load(source, target_nodes=node)
+def _run_on_nodes(r: RedisCluster, ops: list[tuple[str, tuple, dict]]) -> list[Any]:
+    """Group ops by the node serving their key's slot, run one pipeline per node (a pipeline
+    on a plain connection loads missing scripts itself), put the replies back in order. On an
+    error (a node down, a slot moved by a failover) the slot map is refreshed for the next
+    call and the error raised: callers degrade as for one Redis down."""
+    groups: dict[str, tuple[Any, list[int]]] = {}
+    for i, op in enumerate(ops):
+        # primaries: a plain connection to a replica would need READONLY first (the cluster
+        # client's own commands, such as the histogram read, do use replicas)
+        node = r.nodes_manager.get_node_from_slot(r.keyslot(_key_of(op)))
+        groups.setdefault(node.name, (node, []))[1].append(i)
+    replies: list[Any] = [None] * len(ops)
+    try:
+        for node, positions in groups.values():
+            pipe = r.get_redis_connection(node).pipeline(transaction=False)
+            _queue(pipe, [ops[i] for i in positions])
+            for i, reply in zip(positions, pipe.execute(), strict=True):
+                replies[i] = reply
+    except REDIS_DOWN + (ResponseError,):
+        r.nodes_manager.initialize()
+        raise
+    return replies
 
 
 def batch(ops: Sequence[Op], *, replicas: bool = False, transaction: bool = False) -> list[Any]:
-    """Run ops in one pipeline; replies in order. Raises what the first failing op raised."""
+    """Run ops (("script", name, keys, args) or (method, *args)) in one pipeline on one Redis,
+    one per node on a cluster; replies in order. Raises what the first failing op raised."""
+    queued = [("script", op[1:], {}) if op[0] == "script" else (op[0], op[1:], {}) for op in ops]
     r = index(replicas=replicas)
-    if not isinstance(r, RedisCluster):
-        pipe = r.pipeline(transaction=transaction)
-        _queue(pipe, ops)
-        return pipe.execute()
-    for attempt in range(2):
-        pipe = r.pipeline()
-        _queue(pipe, ops)
-        replies = pipe.execute(raise_on_error=False)
-        errors = [x for x in replies if isinstance(x, Exception)]
-        if not errors:
-            return replies
-        if attempt == 0 and any(isinstance(x, NoScriptError) for x in errors):
-            _load_scripts(r)
-            continue
-        raise errors[0]
-    raise AssertionError("unreachable")
+    if isinstance(r, RedisCluster):
+        return _run_on_nodes(r, queued)
+    pipe = r.pipeline(transaction=transaction)
+    _queue(pipe, queued)
+    return pipe.execute()
 
 
 def built() -> bool:

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from redis.cluster import RedisCluster
 
-from boards import keys
+from boards import index, keys
 from boards.api import TopApi
 from boards.breaker import breakers_reset
 from boards.redis import get_redis
@@ -35,6 +36,14 @@ def mark_index_built() -> None:
     """An empty Redis over an empty database is a complete index: say so, as a full rebuild
     would (readers answer from Postgres, degraded, while the marker is missing)."""
     get_redis().set(keys.built_marker(), "tests")
+    if index.is_cluster():
+        index.mark_built("tests")
+
+
+def index_flush() -> None:
+    """Empty the ranking index where it is not the test Redis db (the tests' cluster)."""
+    if index.is_cluster():
+        index.index().flushall(target_nodes=RedisCluster.PRIMARIES)
 
 
 class SignedClient:
@@ -90,6 +99,7 @@ def reset_results() -> None:
             "scores_boardoutbox, scores_pending, scores_windowcutoff RESTART IDENTITY CASCADE"
         )
     get_redis().flushdb()
+    index_flush()
     mark_index_built()
     TopApi._local.clear()
     local_caches_clear()

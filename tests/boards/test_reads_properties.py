@@ -15,6 +15,8 @@ from tests.conftest import game_with_boards, reset_results
 from tests.factories import SeasonFactory
 from tests.reference import RefBoard, Reference, RefSeason
 
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+
 BOARDS = {
     "high": (RefBoard("high", "desc", "best", 0, 5), "unique"),
     "low": (RefBoard("low", "asc", "best", 10, 15), "shared"),
