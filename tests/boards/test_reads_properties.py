@@ -105,6 +105,7 @@ def test_reads_match_reference_model(world, matches, friendships, around, page) 
                     k: want[k] for k in ("rank", "score", "total", "percentile")
                 }
                 assert [(e["rank"], e["player"], e["score"]) for e in body["around"]] == want["around"]
+                assert body["rank_exact"] is True  # within exact_rank_limit, sharded or not
                 fb = server.get(f"/api/v1/games/prop/boards/{slug}/players/{player}/friends?window={window}").json()
                 assert [
                     (e["rank"], e["board_rank"], e["player"], e["score"]) for e in fb["entries"]
