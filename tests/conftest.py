@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
+from django.db.models.signals import pre_save
 from django.test import Client
 from redis.cluster import RedisCluster
 
@@ -14,6 +16,7 @@ from boards.breaker import breakers_reset
 from boards.redis import get_redis
 from boards.selectors import local_caches_clear
 from scores.auth import sign
+from scores.models import Board
 from scores.selectors import config_cache_clear
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 
@@ -126,3 +129,49 @@ def game_with_boards(
         )
     key, secret = server_key(game)
     return game, SignedClient(key.key_id, secret)
+
+
+SHARDS = 4  # the cluster topology's boards
+
+
+@pytest.fixture(params=["one", "cluster"])
+def topology(request: pytest.FixtureRequest, settings) -> Iterator[str]:
+    """The test runs twice: on one Redis with unsharded boards, as before, and with the
+    ranking index on the project-local Redis Cluster (scripts/cluster.py), every board created
+    meanwhile spread over SHARDS sorted sets per window."""
+    if request.param == "one":
+        yield "one"
+        return
+    url = os.environ.get("TEST_REDIS_CLUSTER_URL", "")
+    assert url, "run the tests through scripts/services.py exec --for-tests (it starts the local cluster)"
+    settings.REDIS_CLUSTER_URL = url
+    index_flush()
+    mark_index_built()
+
+    def sharded(sender: type, instance: Board, **kwargs: object) -> None:
+        if instance._state.adding and instance.shards == 1:
+            instance.shards = SHARDS
+
+    pre_save.connect(sharded, sender=Board, dispatch_uid="tests.sharded_boards")
+    try:
+        yield "cluster"
+    finally:
+        pre_save.disconnect(sender=Board, dispatch_uid="tests.sharded_boards")
+
+
+def set_keys(board_id: int, window: str) -> list[str]:
+    """Every sorted set of a board window in the current topology."""
+    return keys.shard_keys(board_id, window, Board.objects.get(pk=board_id).shards)
+
+
+def member_key(board_id: int, window: str, member: int | str) -> str:
+    """The sorted set of a board window that holds this player (primary key)."""
+    return keys.player_key(board_id, window, Board.objects.get(pk=board_id).shards, int(member))
+
+
+def set_members(board_id: int, window: str) -> dict[bytes, float]:
+    """member -> score over every shard of a board window."""
+    out: dict[bytes, float] = {}
+    for key in set_keys(board_id, window):
+        out.update(index.index().zrange(key, 0, -1, withscores=True))
+    return out

@@ -1,16 +1,11 @@
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
-from django.db.models.signals import pre_save
 from django.test import Client
 
-from boards import index, keys
-from scores.models import Board, Player
+from scores.models import Player
 from scores.services import player_token_issue
-from tests.conftest import SignedClient, index_flush, mark_index_built
+from tests.conftest import SHARDS, SignedClient, member_key, set_keys, set_members, topology  # noqa: F401
 
 URL = "/api/v1/games/chess"
 
@@ -44,49 +39,3 @@ def ranked(server: SignedClient, game) -> SignedClient:
         server, "m5", [{"player": "p1", "board": "golf", "score": 70}, {"player": "p2", "board": "golf", "score": 72}]
     )
     return server
-
-
-SHARDS = 4  # the cluster topology's boards
-
-
-@pytest.fixture(params=["one", "cluster"])
-def topology(request: pytest.FixtureRequest, settings) -> Iterator[str]:
-    """The test runs twice: on one Redis with unsharded boards, as before, and with the
-    ranking index on the project-local Redis Cluster (scripts/cluster.py), every board created
-    meanwhile spread over SHARDS sorted sets per window."""
-    if request.param == "one":
-        yield "one"
-        return
-    url = os.environ.get("TEST_REDIS_CLUSTER_URL", "")
-    assert url, "run the tests through scripts/services.py exec --for-tests (it starts the local cluster)"
-    settings.REDIS_CLUSTER_URL = url
-    index_flush()
-    mark_index_built()
-
-    def sharded(sender: type, instance: Board, **kwargs: object) -> None:
-        if instance._state.adding and instance.shards == 1:
-            instance.shards = SHARDS
-
-    pre_save.connect(sharded, sender=Board, dispatch_uid="tests.sharded_boards")
-    try:
-        yield "cluster"
-    finally:
-        pre_save.disconnect(sender=Board, dispatch_uid="tests.sharded_boards")
-
-
-def set_keys(board_id: int, window: str) -> list[str]:
-    """Every sorted set of a board window in the current topology."""
-    return keys.shard_keys(board_id, window, Board.objects.get(pk=board_id).shards)
-
-
-def member_key(board_id: int, window: str, member: int | str) -> str:
-    """The sorted set of a board window that holds this player (primary key)."""
-    return keys.player_key(board_id, window, Board.objects.get(pk=board_id).shards, int(member))
-
-
-def set_members(board_id: int, window: str) -> dict[bytes, float]:
-    """member -> score over every shard of a board window."""
-    out: dict[bytes, float] = {}
-    for key in set_keys(board_id, window):
-        out.update(index.index().zrange(key, 0, -1, withscores=True))
-    return out
