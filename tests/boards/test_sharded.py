@@ -15,6 +15,7 @@ from boards import histogram, index, keys
 from scores.config import ConfigError, parse_game_config
 from scores.models import Board
 from scores.selectors import cached_board, config_cache_clear
+from scores.services import game_config_apply
 from tests.boards.conftest import set_keys
 from tests.conftest import game_with_boards, reset_results
 from tests.reference import RefBoard, Reference
@@ -136,3 +137,24 @@ def test_board_options_default_and_apply() -> None:
     assert (spec.shards, spec.exact_rank_limit) == (1, 10_000)
     spec = parse_game_config(text + "shards = 8\nexact_rank_limit = 500\n").boards[0]
     assert (spec.shards, spec.exact_rank_limit) == (8, 500)
+
+
+def test_resharding_in_the_game_file_rebuilds_the_board(world) -> None:
+    game, server = world
+    ref = Reference({"deep": DEEP}, "UTC", [])
+    _submit(server, ref, _match("m1", FIRST, {f"p{i}": i % 7 for i in range(30)}))
+    board = Board.objects.get(game=game, slug="deep")
+    text = (
+        '[game]\nslug = "shard"\nname = "Shard"\nreset_timezone = "UTC"\n'
+        '[[boards]]\nslug = "deep"\nname = "Deep"\nmax_score = 60\n'
+        'windows = ["all", "daily", "weekly", "monthly", "season"]\nshards = 2\n'
+    )
+    changes = game_config_apply(parse_game_config(text))
+    assert any("shards" in line for line in changes)
+    assert Board.objects.get(pk=board.pk).shards == 2
+    r = index.index()
+    old_layout = keys.shard_keys(board.id, "all", 4)[2:]
+    assert not any(r.exists(k) for k in old_layout)
+    assert sum(r.zcard(k) for k in set_keys(board.id, "all")) == 30
+    top = server.get(f"{URL}/top?limit=100").json()
+    assert [(e["rank"], e["player"], e["score"]) for e in top["entries"]] == ref.ranks("deep", "all", False)
