@@ -27,6 +27,8 @@ lb:rate:{g<game_id>}:<player>   integer: a player's new matches in the anti-chea
                                 (anticheat/rules.py); one hash tag per game, so one script call
                                 counts a whole submission
 lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of that list is queued
+lb:heal:stats                   hash: the index sampler's totals (sampled, drift, last_at), for /metrics
+lb:heal:primaries               the cluster's primary node ids at the last check (failover replay)
 lb:heartbeat:workers            hash: Celery worker hostname -> its latest heartbeat (monitoring/heartbeats.py)
 lb:heartbeat:beat               Celery beat's latest heartbeat
 """
@@ -156,3 +158,11 @@ def heartbeat_workers() -> str:
 
 def heartbeat_beat() -> str:
     return "lb:heartbeat:beat"
+
+
+def heal_stats() -> str:
+    return "lb:heal:stats"
+
+
+def heal_primaries() -> str:
+    return "lb:heal:primaries"

@@ -288,6 +288,8 @@ CELERY_BEAT_SCHEDULE = {
     "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
     # a run still queued when the next one is due is dropped (expires): slow runs never pile up
     "boards-refresh-rolling": {"task": "boards.tasks.refresh_rolling", "schedule": 60.0, "options": {"expires": 55}},
+    # the index sampler (boards/healing.py): drift repaired and counted in /metrics
+    "boards-sample-index": {"task": "boards.tasks.sample_index", "schedule": 60.0, "options": {"expires": 55}},
     "boards-refresh-histograms": {
         "task": "boards.tasks.refresh_histograms",
         "schedule": 60.0,

@@ -134,3 +134,9 @@ def board_index_state() -> BoardIndex:
     if raw is None:
         return BoardIndex(False, None)
     return BoardIndex(True, raw.decode() if isinstance(raw, bytes) else str(raw))
+
+
+def index_drift() -> tuple[int, int]:
+    """(sampled, drift) totals of the board index sampler (boards/healing.py)."""
+    sampled, drift = _redis().hmget(keys.heal_stats(), "sampled", "drift")
+    return int(sampled or 0), int(drift or 0)
