@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from redis import Redis
 from redis.cluster import LoadBalancingStrategy, RedisCluster
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
 from boards import keys
 from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
@@ -147,14 +147,37 @@ def _run_on_nodes(r: RedisCluster, ops: list[tuple[str, tuple, dict]]) -> list[A
     replies: list[Any] = [None] * len(ops)
     try:
         for node, positions in groups.values():
-            pipe = r.get_redis_connection(node).pipeline(transaction=False)
-            _queue(pipe, [ops[i] for i in positions])
-            for i, reply in zip(positions, pipe.execute(), strict=True):
+            conn = r.get_redis_connection(node)
+            group = [ops[i] for i in positions]
+            for attempt in range(2):
+                pipe = conn.pipeline(transaction=False)
+                _queue_sha(pipe, group)
+                got = pipe.execute(raise_on_error=False)
+                if attempt == 0 and any(isinstance(x, NoScriptError) for x in got):
+                    # a node that never ran the script (just promoted, restarted empty): load, retry
+                    for name in {op[1][0] for op in group if op[0] == "script"}:
+                        conn.script_load(script(name).script)
+                    continue
+                break
+            for i, reply in zip(positions, got, strict=True):
+                if isinstance(reply, Exception):
+                    raise reply
                 replies[i] = reply
     except REDIS_DOWN + (ResponseError,):
         r.nodes_manager.initialize()
         raise
     return replies
+
+
+def _queue_sha(pipe: Any, ops: Sequence[tuple[str, tuple, dict]]) -> None:
+    """As _queue, but scripts by EVALSHA alone: redis-py's pipeline would ask SCRIPT EXISTS
+    first on every execute, one more round trip per node per read."""
+    for name, args, kwargs in ops:
+        if name == "script":
+            script_name, k, a = args
+            pipe.evalsha(script(script_name).sha, len(k), *k, *a)
+        else:
+            getattr(pipe, name)(*args, **kwargs)
 
 
 def batch(ops: Sequence[Op], *, replicas: bool = False, transaction: bool = False) -> list[Any]:

@@ -158,3 +158,19 @@ def test_resharding_in_the_game_file_rebuilds_the_board(world) -> None:
     assert sum(r.zcard(k) for k in set_keys(board.id, "all")) == 30
     top = server.get(f"{URL}/top?limit=100").json()
     assert [(e["rank"], e["player"], e["score"]) for e in top["entries"]] == ref.ranks("deep", "all", False)
+
+
+def test_a_node_that_forgot_its_scripts_still_answers(world) -> None:
+    """A promoted replica or a restarted node has no scripts cached: the read loads them."""
+    game, server = world
+    ref = Reference({"deep": DEEP}, "UTC", [])
+    _submit(server, ref, _match("m1", FIRST, {f"p{i}": i for i in range(12)}))
+    r = index.index()
+    if index.is_cluster():
+        for node in r.get_primaries():
+            r.get_redis_connection(node).script_flush()
+    else:
+        r.script_flush()
+    body = server.get(f"{URL}/players/p3?around=1").json()
+    assert (body["rank"], body["rank_exact"]) == (9, True)
+    assert server.get(f"{URL}/top?limit=3").json()["entries"][0]["player"] == "p11"
