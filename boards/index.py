@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from redis import Redis
-from redis.cluster import LoadBalancingStrategy, RedisCluster
+from redis.cluster import REPLICA, LoadBalancingStrategy, RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 from boards import keys
@@ -116,7 +116,8 @@ class NodeBatch:
         return len(self.ops)
 
     def execute(self, raise_on_error: bool = True) -> list[Any]:
-        return _run_on_nodes(_cluster(self.replicas and settings.REDIS_READ_FROM_REPLICAS), self.ops)
+        replicas = self.replicas and settings.REDIS_READ_FROM_REPLICAS
+        return _run_on_nodes(_cluster(replicas), self.ops, replicas=replicas)
 
 
 def _key_of(op: tuple[str, tuple, dict]) -> str:
@@ -133,26 +134,29 @@ def _queue(pipe: Any, ops: Sequence[tuple[str, tuple, dict]]) -> None:
             getattr(pipe, name)(*args, **kwargs)
 
 
-def _run_on_nodes(r: RedisCluster, ops: list[tuple[str, tuple, dict]]) -> list[Any]:
-    """Group ops by the node serving their key's slot, run one pipeline per node (a pipeline
-    on a plain connection loads missing scripts itself), put the replies back in order. On an
-    error (a node down, a slot moved by a failover) the slot map is refreshed for the next
-    call and the error raised: callers degrade as for one Redis down."""
+def _run_on_nodes(r: RedisCluster, ops: list[tuple[str, tuple, dict]], *, replicas: bool = False) -> list[Any]:
+    """Group ops by the node serving their key's slot, run one pipeline per node, put the
+    replies back in order. `replicas` (read-only ops, REDIS_READ_FROM_REPLICAS=1): a replica
+    of the slot where there is one; its pipeline starts with READONLY and runs scripts with
+    EVALSHA_RO. On an error (a node down, a slot moved by a failover) the slot map is
+    refreshed for the next call and the error raised: callers degrade as for one Redis down."""
+    strategy = LoadBalancingStrategy.ROUND_ROBIN_REPLICAS if replicas else None
     groups: dict[str, tuple[Any, list[int]]] = {}
     for i, op in enumerate(ops):
-        # primaries: a plain connection to a replica would need READONLY first (the cluster
-        # client's own commands, such as the histogram read, do use replicas)
-        node = r.nodes_manager.get_node_from_slot(r.keyslot(_key_of(op)))
+        node = r.nodes_manager.get_node_from_slot(r.keyslot(_key_of(op)), load_balancing_strategy=strategy)
         groups.setdefault(node.name, (node, []))[1].append(i)
     replies: list[Any] = [None] * len(ops)
     try:
         for node, positions in groups.values():
             conn = r.get_redis_connection(node)
             group = [ops[i] for i in positions]
+            replica = node.server_type == REPLICA
             for attempt in range(2):
                 pipe = conn.pipeline(transaction=False)
-                _queue_sha(pipe, group)
-                got = pipe.execute(raise_on_error=False)
+                if replica:
+                    pipe.execute_command("READONLY")
+                _queue_sha(pipe, group, read_only=replica)
+                got = pipe.execute(raise_on_error=False)[1:] if replica else pipe.execute(raise_on_error=False)
                 if attempt == 0 and any(isinstance(x, NoScriptError) for x in got):
                     # a node that never ran the script (just promoted, restarted empty): load, retry
                     for name in {op[1][0] for op in group if op[0] == "script"}:
@@ -169,13 +173,13 @@ def _run_on_nodes(r: RedisCluster, ops: list[tuple[str, tuple, dict]]) -> list[A
     return replies
 
 
-def _queue_sha(pipe: Any, ops: Sequence[tuple[str, tuple, dict]]) -> None:
+def _queue_sha(pipe: Any, ops: Sequence[tuple[str, tuple, dict]], *, read_only: bool = False) -> None:
     """As _queue, but scripts by EVALSHA alone: redis-py's pipeline would ask SCRIPT EXISTS
     first on every execute, one more round trip per node per read."""
     for name, args, kwargs in ops:
         if name == "script":
             script_name, k, a = args
-            pipe.evalsha(script(script_name).sha, len(k), *k, *a)
+            (pipe.evalsha_ro if read_only else pipe.evalsha)(script(script_name).sha, len(k), *k, *a)
         else:
             getattr(pipe, name)(*args, **kwargs)
 
@@ -186,7 +190,7 @@ def batch(ops: Sequence[Op], *, replicas: bool = False, transaction: bool = Fals
     queued = [("script", op[1:], {}) if op[0] == "script" else (op[0], op[1:], {}) for op in ops]
     r = index(replicas=replicas)
     if isinstance(r, RedisCluster):
-        return _run_on_nodes(r, queued)
+        return _run_on_nodes(r, queued, replicas=replicas and settings.REDIS_READ_FROM_REPLICAS)
     pipe = r.pipeline(transaction=transaction)
     _queue(pipe, queued)
     return pipe.execute()

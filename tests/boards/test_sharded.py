@@ -174,3 +174,33 @@ def test_a_node_that_forgot_its_scripts_still_answers(world) -> None:
     body = server.get(f"{URL}/players/p3?around=1").json()
     assert (body["rank"], body["rank_exact"]) == (9, True)
     assert server.get(f"{URL}/top?limit=3").json()["entries"][0]["player"] == "p11"
+
+
+def _replica_script_calls() -> int:
+    r = index.index()
+    total = 0
+    for node in r.get_replicas():
+        stats = r.get_redis_connection(node).info("commandstats")
+        total += stats.get("cmdstat_evalsha_ro", {}).get("calls", 0)
+    return total
+
+
+def test_top_pages_come_from_replicas_when_asked(world, settings) -> None:
+    """REDIS_READ_FROM_REPLICAS=1: a top page (stale-tolerant) is read on replicas; a player's
+    own rank stays on the primaries."""
+    game, server = world
+    settings.REDIS_READ_FROM_REPLICAS = True
+    ref = Reference({"deep": DEEP}, "UTC", [])
+    _submit(server, ref, _match("m1", FIRST, {f"p{i}": i for i in range(12)}))
+    r = index.index()
+    if index.is_cluster():
+        for node in r.get_primaries():  # replication is asynchronous: let the replicas catch up
+            r.get_redis_connection(node).execute_command("WAIT", 1, 2000)
+    before = _replica_script_calls() if index.is_cluster() else 0
+    top = server.get(f"{URL}/top?limit=3").json()
+    assert [e["player"] for e in top["entries"]] == ["p11", "p10", "p9"]
+    if index.is_cluster():
+        after = _replica_script_calls()
+        assert after > before
+        assert server.get(f"{URL}/players/p3?around=1").json()["rank"] == 9
+        assert _replica_script_calls() == after  # own rank: primaries only
