@@ -456,7 +456,7 @@ def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
     members = [str(ids[p]) for _, p, _ in acked if p in ids]
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
-        scores = r.zmscore(f"lb:{board_id}:all", members) if members else []
+        scores = r.zmscore(f"lb:{{{board_id}}}:all", members) if members else []
         off_board = sum(1 for s in scores if s is None)
         if off_board == 0 or time.monotonic() > deadline:
             break

@@ -283,7 +283,7 @@ def rebuild(env: BenchEnv, r: redis.Redis, board: BoardInfo, values: Values, pro
         seconds = time.perf_counter() - started
     profile_summary = _stop_profile(spy, profile_path, env.code_dir) if spy is not None else None
 
-    key = f"lb:{board.id}:all"
+    key = f"lb:{{{board.id}}}:all"
     n = len(values.encoded)
     sample = random.Random(7).sample(range(n), min(1000, n))
     scores = r.zmscore(key, [str(i + 1) for i in sample])
@@ -366,7 +366,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
         board = board_info(pg, args.board)
         log(f"generating {args.players:,} encoded scores")
         values = random_values(board, args.players, random.Random(args.seed))
-        key = f"lb:{board.id}:all"  # boards/keys.py board_key()
+        key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
         log("loading the sorted set with integer members")
         memory = [measure_sorted_set(r, key, str, values, "player pk (as stored)")]
         log("loading the sorted set with 15-character members")

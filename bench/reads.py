@@ -221,7 +221,7 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
     report = board_services.boards_rebuild(boards=[board_obj])
     rebuild_seconds = time.perf_counter() - rebuild_started
     memory_after = int(r.info("memory")["used_memory"])
-    set_key = f"lb:{board.id}:all"  # boards/keys.py board_key()
+    set_key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
     members = int(r.zcard(set_key))
     if members != args.players:
         raise BenchError(f"the rebuilt board holds {members:,} members, expected {args.players:,}")

@@ -25,10 +25,9 @@ from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
-from redis import Redis
 
-from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
+from boards import index, keys
+from boards.redis import REDIS_DOWN
 from scores import encoding, windows
 from scores.models import Game
 from scores.selectors import BoardConfig, cached_game_config
@@ -53,6 +52,7 @@ class Histogram:
     refreshed_at: datetime | None
     buckets: tuple[Bucket, ...]
     degraded: bool = False
+    changes: int = 0  # sharded boards: the windows' write counters when it was built
 
     def to_json(self) -> str:
         return json.dumps(
@@ -62,6 +62,7 @@ class Histogram:
                 "total": self.total,
                 "refreshed_at": self.refreshed_at.isoformat() if self.refreshed_at else None,
                 "buckets": [[b.min, b.max, b.count] for b in self.buckets],
+                "changes": self.changes,
             },
             separators=(",", ":"),
         )
@@ -76,6 +77,7 @@ class Histogram:
             total=data["total"],
             refreshed_at=datetime.fromisoformat(at) if at else None,
             buckets=tuple(Bucket(lo, hi, n) for lo, hi, n in data["buckets"]),
+            changes=data.get("changes", 0),
         )
 
 
@@ -103,35 +105,73 @@ def _part(score: float) -> int:
     return int(score) >> encoding.TIME_BITS
 
 
+def _sorted_ends(replies: list[Any]) -> tuple[int, list, list]:
+    """(card, lowest, highest) over shards from per-shard ZCARD, ZRANGE 0 0, ZRANGE -1 -1 replies."""
+    card = sum(int(replies[i]) for i in range(0, len(replies), 3))
+    firsts = [x[0] for x in replies[1::3] if x]
+    lasts = [x[0] for x in replies[2::3] if x]
+    first = [min(firsts, key=lambda m: (m[1], m[0]))] if firsts else []
+    last = [max(lasts, key=lambda m: (m[1], m[0]))] if lasts else []
+    return card, first, last
+
+
+def _ends_ops(set_keys: list[str]) -> list[tuple]:
+    ops: list[tuple] = []
+    for key in set_keys:
+        ops += [("zcard", key), ("zrange", key, 0, 0, False, True), ("zrange", key, -1, -1, False, True)]
+    return ops
+
+
 def histogram_build(
     board: BoardConfig, window: str, *, now: datetime | None = None, buckets: int = BUCKETS, store: bool = True
 ) -> Histogram:
-    """Build (and by default store) the histogram of one board window."""
+    """Build (and by default store) the histogram of one board window (of all its shards: the
+    bucket boundaries from every shard's quantiles, the counts summed over shards)."""
     now = now or timezone.now()
-    r = get_redis()
-    key = keys.board_key(board.id, window)
+    set_keys = keys.shard_keys(board.id, window, board.shards)
+    sharded = len(set_keys) > 1
     span = encoding.TIME_SPAN
 
+    # 0. sharded boards: the write counters before counting, so the error bound of an estimate
+    #    made from this histogram covers every change the counts may have missed
+    changes = 0
+    if sharded:
+        changes = sum(int(x or 0) for x in index.batch([("get", keys.changes_key(k)) for k in set_keys]))
+
     # 1. boundaries: the value part at ~`buckets` quantile ranks, ascending encoded order
-    card = int(r.zcard(key))
+    cards = [int(x) for x in index.batch([("zcard", k) for k in set_keys])]
     starts = [0]  # one range, open at both ends, if the board is (or looked) empty
-    if card:
-        wanted = min(buckets, card)
-        pipe = r.pipeline(transaction=False)
-        for rank in sorted({i * card // wanted for i in range(wanted)}):
-            pipe.zrange(key, rank, rank, withscores=True)
-        starts = sorted({_part(reply[0][1]) for reply in pipe.execute() if reply}) or starts
+    ops = []
+    for key, card in zip(set_keys, cards, strict=True):
+        if card:
+            wanted = max(1, min(buckets // len(set_keys), card))
+            ops += [
+                ("zrange", key, rank, rank, False, True) for rank in sorted({i * card // wanted for i in range(wanted)})
+            ]
+    if ops:
+        starts = sorted({_part(reply[0][1]) for reply in index.batch(ops) if reply}) or starts
 
     # 2. exact counts between consecutive boundaries, atomically with the total and both ends
-    pipe = r.pipeline(transaction=True)
-    pipe.zcard(key)
-    pipe.zrange(key, 0, 0, withscores=True)
-    pipe.zrange(key, -1, -1, withscores=True)
-    for j, start in enumerate(starts):
-        lo = "-inf" if j == 0 else start * span
-        hi = "+inf" if j == len(starts) - 1 else f"({starts[j + 1] * span}"
-        pipe.zcount(key, lo, hi)
-    total, first, last, *counts = pipe.execute()
+    #    (one MULTI per set on one Redis; per shard, a moment apart, on a cluster)
+    ops = []
+    for key in set_keys:
+        ops += _ends_ops([key])
+        for j, start in enumerate(starts):
+            lo = "-inf" if j == 0 else start * span
+            hi = "+inf" if j == len(starts) - 1 else f"({starts[j + 1] * span}"
+            ops.append(("zcount", key, lo, hi))
+    replies = index.batch(ops, transaction=True)
+    per = 3 + len(starts)
+    ends: list[Any] = []
+    counts = [0] * len(starts)
+    for i in range(len(set_keys)):
+        chunk = replies[i * per : (i + 1) * per]
+        ends += chunk[:3]
+        for j, c in enumerate(chunk[3:]):
+            counts[j] += int(c)
+    total, first, last = _sorted_ends(ends)
+    if sharded:
+        total = sum(counts)
 
     parts: list[tuple[int, int, int]] = []  # (lowest part, highest part, count), ascending
     if first and last:
@@ -147,15 +187,16 @@ def histogram_build(
         total=int(total),
         refreshed_at=now,
         buckets=tuple(_display(board, parts)),
+        changes=changes,
     )
     if store:
         hkey = keys.histogram_key(board.id, window)
-        pipe = r.pipeline(transaction=True)
+        pipe = index.pipeline(transaction=True)
         pipe.hset(
             hkey,
             mapping={
                 "body": histogram.to_json(),
-                "sig": _signature(total, first, last),
+                "sig": _signature(*_sorted_ends(ends)),
                 "built_at": repr(now.timestamp()),
             },
         )
@@ -213,18 +254,18 @@ def histograms_refresh(now: datetime | None = None, *, boards: Iterable[BoardCon
     report = HistogramReport(windows=len(targets))
     if not targets:
         return report
-    r = get_redis()
-    pipe = r.pipeline(transaction=False)
+    ops: list[tuple] = []
     for board, window in targets:
-        key = keys.board_key(board.id, window)
-        pipe.zcard(key)
-        pipe.zrange(key, 0, 0, withscores=True)
-        pipe.zrange(key, -1, -1, withscores=True)
-        pipe.hmget(keys.histogram_key(board.id, window), "sig", "built_at")
-    replies = pipe.execute()
-    keep = r.pipeline(transaction=False)
-    for i, (board, window) in enumerate(targets):
-        card, first, last, (sig, built_at) = replies[4 * i : 4 * i + 4]
+        ops += _ends_ops(keys.shard_keys(board.id, window, board.shards))
+        ops.append(("hmget", keys.histogram_key(board.id, window), "sig", "built_at"))
+    replies = index.batch(ops)
+    keep = index.pipeline(transaction=False)
+    at = 0
+    for board, window in targets:
+        n = 3 * max(1, board.shards)
+        card, first, last = _sorted_ends(replies[at : at + n])
+        sig, built_at = replies[at + n]
+        at += n + 1
         fresh = built_at is not None and now.timestamp() - float(built_at) < MAX_AGE
         if fresh and sig is not None and _text(sig) == _signature(card, first, last):
             keep.expire(keys.histogram_key(board.id, window), HISTOGRAM_TTL)
@@ -245,11 +286,11 @@ def histogram_read(board: BoardConfig, window: str) -> Histogram:
     that is not current, or before the first refresh) is computed once, here, and stored;
     an empty one is not stored. With Redis unreachable: an empty, degraded histogram."""
     try:
-        r: Redis = get_redis()
+        r = index.index(replicas=True)
         raw = r.hget(keys.histogram_key(board.id, window), "body")
         if raw is not None:
             return Histogram.from_json(raw)
-        if not r.exists(keys.board_key(board.id, window)):
+        if not sum(index.batch([("exists", k) for k in keys.shard_keys(board.id, window, board.shards)])):
             return Histogram(window, _order(board), 0, None, ())
         return histogram_build(board, window)
     except REDIS_DOWN:

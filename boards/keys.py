@@ -1,7 +1,15 @@
 """Every Redis key the ranking engine uses is built here.
 
-lb:{board_id}:{window}          sorted set: member = player primary key, score = encoded value
-lb:build:{token}:{board_id}:{window}   a board window being rebuilt, renamed over the live key
+lb:{<board_id>}:{window}        sorted set of an unsharded board: member = player primary key,
+                                score = encoded value
+lb:{<board_id>.<s>}:{window}    shard s of a board kept in `shards` sorted sets per window
+                                (a player's shard: shard_of). The hash tag {...} puts every window
+                                of one board shard in one Redis Cluster slot: a player's writes to a
+                                board are one slot, rolling unions and rebuild renames stay in it
+lbb:{<tag>}:{token}:{window}    a board window (shard) being rebuilt, renamed over the live key
+lbc:{<tag>}:{window}            integer: how many member writes a board window (shard) has taken;
+                                an estimated rank's error bound counts the changes since its
+                                histogram (boards/histogram.py, docs/reads.md)
 lb:outbox:applied               ids of outbox rows the post-commit path has mirrored
 lb:meta:built                   set once the index has been built from Postgres; its absence
                                 after a Redis restart (Redis keeps nothing on disk) triggers a rebuild
@@ -19,32 +27,77 @@ lb:rate:{g<game_id>}:<player>   integer: a player's new matches in the anti-chea
                                 (anticheat/rules.py); one hash tag per game, so one script call
                                 counts a whole submission
 lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of that list is queued
+lb:heal:stats                   hash: the index sampler's totals (sampled, drift, last_at), for /metrics
+lb:heal:primaries               the cluster's primary node ids at the last check (failover replay)
 lb:heartbeat:workers            hash: Celery worker hostname -> its latest heartbeat (monitoring/heartbeats.py)
 lb:heartbeat:beat               Celery beat's latest heartbeat
 """
 
+import re
+import zlib
+
 BOARD_PREFIX = "lb:"
+_BOARD_KEY = re.compile(r"^lb:\{(\d+)(?:\.(\d+))?\}:(.+)$")
 
 
-def board_key(board_id: int, window: str) -> str:
-    return f"lb:{board_id}:{window}"
+def _tag(board_id: int, shard: int | None) -> str:
+    return f"{{{board_id}}}" if shard is None else f"{{{board_id}.{shard}}}"
 
 
-def board_pattern(board_id: int) -> str:
-    return f"lb:{board_id}:*"
+def board_key(board_id: int, window: str, shard: int | None = None) -> str:
+    """The sorted set of a board window (shard None: an unsharded board's only set)."""
+    return f"lb:{_tag(board_id, shard)}:{window}"
+
+
+def shard_of(player_id: int, shards: int) -> int:
+    """A player's shard: stable across processes and restarts (CRC-32 of the primary key)."""
+    return zlib.crc32(str(player_id).encode()) % shards if shards > 1 else 0
+
+
+def shard_keys(board_id: int, window: str, shards: int) -> list[str]:
+    """Every sorted set of a board window, shard 0 first."""
+    if shards <= 1:
+        return [board_key(board_id, window)]
+    return [board_key(board_id, window, s) for s in range(shards)]
+
+
+def player_key(board_id: int, window: str, shards: int, player_id: int) -> str:
+    """The sorted set of a board window that holds this player."""
+    if shards <= 1:
+        return board_key(board_id, window)
+    return board_key(board_id, window, shard_of(player_id, shards))
+
+
+def board_patterns(board_id: int) -> list[str]:
+    """SCAN patterns matching every sorted set of a board, sharded or not."""
+    return [f"lb:{{{board_id}}}:*", f"lb:{{{board_id}.*"]
+
+
+def parse_board_key(key: str) -> tuple[int, int | None, str] | None:
+    """(board_id, shard or None, window) of a sorted set's key; None for any other key."""
+    m = _BOARD_KEY.match(key)
+    if m is None:
+        return None
+    return int(m.group(1)), None if m.group(2) is None else int(m.group(2)), m.group(3)
 
 
 def window_of(key: str) -> str:
-    return key.split(":", 2)[2]
+    return key.split("}:", 1)[1]
 
 
 def board_and_window(key: str) -> tuple[int, str]:
-    _, board_id, window = key.split(":", 2)
-    return int(board_id), window
+    parsed = parse_board_key(key)
+    assert parsed is not None, key
+    return parsed[0], parsed[2]
 
 
-def build_key(token: str, board_id: int, window: str) -> str:
-    return f"lb:build:{token}:{board_id}:{window}"
+def build_key(token: str, board_id: int, window: str, shard: int | None = None) -> str:
+    return f"lbb:{_tag(board_id, shard)}:{token}:{window}"
+
+
+def changes_key(live_key: str) -> str:
+    """The write counter kept beside a sorted set (same slot)."""
+    return "lbc:" + live_key[len("lb:") :]
 
 
 def built_marker() -> str:
@@ -105,3 +158,11 @@ def heartbeat_workers() -> str:
 
 def heartbeat_beat() -> str:
     return "lb:heartbeat:beat"
+
+
+def heal_stats() -> str:
+    return "lb:heal:stats"
+
+
+def heal_primaries() -> str:
+    return "lb:heal:primaries"

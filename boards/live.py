@@ -327,13 +327,14 @@ class Standing:
 
 
 def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int, Standing]:
-    """Where each of these players stands (those with a score): one friends.lua round trip per
+    """Where each of these players stands (those with a score): one friends.lua round trip (on a
+    sharded board or a cluster, one per shard: boards/sharded.py) per
     STANDINGS_CHUNK players, with the reads' exact tie-break. Raises if Redis is down."""
     out: dict[int, Standing] = {}
     shared = board.rank_display == "shared"
     for i in range(0, len(pks), STANDINGS_CHUNK):
         # the friends board's reader: the same positions the HTTP reads give
-        found, profiles = selectors._friends_from_redis(board, window, pks[i : i + STANDINGS_CHUNK])
+        found, profiles = selectors._standings(board, window, pks[i : i + STANDINGS_CHUNK])
         for pk, (encoded, position, better) in found.items():
             p = profiles[pk]
             rank = better + 1 if shared else position + 1

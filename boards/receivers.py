@@ -8,7 +8,9 @@ from django.dispatch import receiver
 
 from boards import live, selectors, services
 from boards.redis import REDIS_DOWN, log_unavailable
-from scores.signals import friends_changed, score_accepted, values_rewritten
+from scores.models import Board
+from scores.selectors import config_cache_clear
+from scores.signals import boards_resharded, friends_changed, score_accepted, values_rewritten
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,21 @@ def rewrite_moderated_values(sender: Any, outbox_id: int, refs: list[tuple[int, 
         )
         return
     _live_notify((board_id, window) for board_id, window, _ in refs)
+
+
+@receiver(boards_resharded, dispatch_uid="boards.rebuild_resharded_boards")
+def rebuild_resharded_boards(sender: Any, board_ids: list[int], **kwargs: Any) -> None:
+    """A board's `shards` changed: its windows move to the new layout (docs/game-config.md).
+    Other processes follow within the configuration cache's few seconds: a write they make
+    to the old layout after the rebuild's catch-up is missing from the new one until the
+    sampler (boards/healing.py) or another rebuild repairs it (docs/game-config.md)."""
+    config_cache_clear()
+    try:
+        report = services.boards_rebuild(boards=Board.objects.filter(id__in=board_ids))
+    except REDIS_DOWN as exc:
+        log_unavailable(log, "Redis unavailable, re-sharded boards %s wait for a rebuild: %s", board_ids, exc=exc)
+        return
+    log.warning("Re-sharded boards %s rebuilt: %d entries in %.1f s", board_ids, report.entries, report.seconds)
 
 
 def _live_notify(pairs: Iterable[tuple[int, str]]) -> None:

@@ -7,6 +7,7 @@ import logging
 
 from django_redis import get_redis_connection
 from redis import Redis
+from redis.exceptions import ClusterError, RedisClusterException
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -14,7 +15,9 @@ from boards.breaker import RedisUnavailable
 
 # What "Redis is unreachable" looks like to callers that degrade instead of failing
 # (RedisUnavailable, the open breaker's refusal, is a RedisConnectionError).
-REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
+# A Redis Cluster without a primary for a slot (failing over) answers CLUSTERDOWN (ClusterError),
+# and redis-py gives up on a cluster it cannot map with RedisClusterException: both are down too.
+REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, RedisClusterException)
 
 
 class BoardIndexNotBuilt(RedisConnectionError):

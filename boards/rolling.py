@@ -30,36 +30,15 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.db import connection, transaction
 from django.utils import timezone
-from redis import Redis
 
-from boards import keys
-from boards.redis import get_redis
+from boards import index, keys
 from boards.services import BUILD_KEY_TTL, REBUILD_CHUNK
-from scores import encoding
+from scores import encoding, value_selectors
 from scores.models import Board
 from scores.windows import ROLLING_WINDOWS, daily_key
 
 log = logging.getLogger(__name__)
-
-# A player's best over days whose sorted set has left Redis: the largest encoded score.
-_BEST_SQL = """
-SELECT player_id, MAX(encoded)
-FROM scores_playervalue
-WHERE board_id = %s AND "window" = ANY(%s)
-GROUP BY player_id
-"""
-
-# One row per player over the window's daily rows. reached_at follows total_reached_at():
-# the latest moment among the days that added something, else the earliest.
-_TOTALS_SQL = """
-SELECT player_id, SUM(value)::bigint,
-       COALESCE(MAX(reached_at) FILTER (WHERE value > 0), MIN(reached_at))
-FROM scores_playervalue
-WHERE board_id = %s AND "window" = ANY(%s)
-GROUP BY player_id
-"""
 
 
 @dataclass
@@ -88,7 +67,6 @@ def rolling_windows_refresh(now: datetime | None = None, *, boards: Iterable[Boa
     now = now or timezone.now()
     candidates = Board.objects.select_related("game").order_by("id") if boards is None else boards
     report = RollingReport()
-    r = get_redis()
     for board in candidates:
         wanted = rolling_windows_of(board)
         if not wanted:
@@ -96,61 +74,109 @@ def rolling_windows_refresh(now: datetime | None = None, *, boards: Iterable[Boa
         report.boards += 1
         today = now.astimezone(ZoneInfo(board.game.reset_timezone)).date()
         for window in wanted:
-            report.entries += rolling_window_build(r, board, window, today)
+            report.entries += rolling_window_build(board, window, today)
             report.windows += 1
     report.seconds = time.monotonic() - started
     return report
 
 
-def rolling_window_build(r: Redis, board: Board, window: str, today: date) -> int:
-    """Replace one rolling window of a board; return how many players it holds."""
+def _shards(board: Board) -> list[int | None]:
+    return [None] if board.shards <= 1 else list(range(board.shards))
+
+
+def rolling_window_build(board: Board, window: str, today: date) -> int:
+    """Replace one rolling window of a board (each of its shards); return how many players it holds."""
     days = rolling_days(window, today)
-    live = keys.board_key(board.id, window)
-    scratch = keys.build_key(secrets.token_hex(4), board.id, window)
+    token = secrets.token_hex(4)
+    scratch = {s: keys.build_key(token, board.id, window, s) for s in _shards(board)}
     try:
         if board.mode == "total":
-            count = _stream(r, scratch, _TOTALS_SQL, [board.id, days], lambda t, at: encoding.encode(board, t, at))
-            pipe = r.pipeline(transaction=True)
-            if count:
-                pipe.rename(scratch, live)
-                pipe.persist(live)  # the scratch key's expiry must not follow it
-            else:
-                pipe.delete(live)
+            streamed = _stream(
+                board,
+                scratch,
+                value_selectors.totals_over_days_stream(board.id, days, chunk=REBUILD_CHUNK),
+                lambda t, at: encoding.encode(board, t, at),
+            )
+            pipe = index.pipeline(transaction=True)
+            for s, key in scratch.items():
+                live = keys.board_key(board.id, window, s)
+                if streamed[s]:
+                    pipe.rename(key, live)
+                    pipe.persist(live)  # the scratch key's expiry must not follow it
+                else:
+                    pipe.delete(live)
+                _count_change(pipe, live, streamed[s])
             pipe.execute()
-            return count
-        return _best_build(r, board, days, live, scratch)
+            return sum(streamed.values())
+        return _best_build(board, days, window, scratch)
     finally:
         with contextlib.suppress(Exception):  # Redis may be what failed: the expiry cleans up then
-            r.delete(scratch)
-
-
-def _best_build(r: Redis, board: Board, days: list[str], live: str, scratch: str) -> int:
-    daily = [keys.board_key(board.id, day) for day in days]
-    pipe = r.pipeline(transaction=False)
-    for key in daily:
-        pipe.exists(key)
-    present = pipe.execute()
-    sources = [key for key, here in zip(daily, present, strict=True) if here]
-    gone = [day for day, here in zip(days, present, strict=True) if not here]
-    if gone and _stream(r, scratch, _BEST_SQL, [board.id, gone], lambda encoded: encoded):
-        sources.append(scratch)
-    if not sources:
-        r.delete(live)  # nobody played in the window: no key, as for any empty window
-        return 0
-    # one command: readers see the old union or the new one
-    return int(r.zunionstore(live, sources, aggregate="MAX"))
-
-
-def _stream(r: Redis, scratch: str, sql: str, params: list[Any], encode: Callable[..., int]) -> int:
-    """Stream (player_id, *columns) rows into a scratch sorted set, scored by encode(*columns)."""
-    count = 0
-    with transaction.atomic(), connection.chunked_cursor() as cur:
-        cur.execute(sql, params)
-        while rows := cur.fetchmany(REBUILD_CHUNK):
-            mapping = {str(pk): encode(*rest) for pk, *rest in rows}
-            pipe = r.pipeline(transaction=False)
-            pipe.zadd(scratch, mapping)
-            pipe.expire(scratch, BUILD_KEY_TTL)  # a refresh that dies leaves nothing behind for long
+            pipe = index.pipeline(transaction=False)
+            for key in scratch.values():
+                pipe.delete(key)
             pipe.execute()
-            count += len(mapping)
-    return count
+
+
+def _count_change(pipe: Any, live: str, members: int) -> None:
+    if keys.parse_board_key(live)[1] is not None:  # sharded: estimated ranks count the change
+        pipe.incrby(keys.changes_key(live), max(1, members))
+
+
+def _best_build(board: Board, days: list[str], window: str, scratch: dict[int | None, str]) -> int:
+    pipe = index.pipeline(transaction=False)
+    for s in scratch:
+        for day in days:
+            pipe.exists(keys.board_key(board.id, day, s))
+    present = pipe.execute()
+    # a day's sets are all there or all gone (they expire together); shard 0 decides
+    here = dict(zip(days, present[: len(days)], strict=True))
+    gone = [day for day in days if not here[day]]
+    streamed = dict.fromkeys(scratch, 0)
+    if gone:
+        streamed = _stream(
+            board,
+            scratch,
+            value_selectors.best_over_days_stream(board.id, gone, chunk=REBUILD_CHUNK),
+            lambda encoded: encoded,
+        )
+    pipe = index.pipeline(transaction=False)
+    unions = []  # positions of the ZUNIONSTORE replies (each says how many members it stored)
+    queued = 0
+    for s, key in scratch.items():
+        live = keys.board_key(board.id, window, s)
+        sources = [keys.board_key(board.id, day, s) for day in days if here[day]]
+        if streamed[s]:
+            sources.append(key)
+        if sources:
+            # one command: readers see the old union or the new one
+            pipe.zunionstore(live, sources, aggregate="MAX")
+            unions.append(queued)
+        else:
+            pipe.delete(live)  # nobody played in the window: no key, as for any empty window
+        queued += 1
+        if board.shards > 1:
+            _count_change(pipe, live, 1)
+            queued += 1
+    replies = pipe.execute()
+    return sum(int(replies[i]) for i in unions)
+
+
+def _stream(
+    board: Board, scratch: dict[int | None, str], chunks: Iterable[list[tuple]], encode: Callable[..., int]
+) -> dict[int | None, int]:
+    """Stream (player_id, *columns) rows into each player's shard's scratch sorted set,
+    scored by encode(*columns); returns members per shard."""
+    counts = dict.fromkeys(scratch, 0)
+    sharded = board.shards > 1
+    for rows in chunks:
+        by_shard: dict[int | None, dict[str, int]] = {s: {} for s in scratch}
+        for pk, *rest in rows:
+            by_shard[keys.shard_of(pk, board.shards) if sharded else None][str(pk)] = encode(*rest)
+        pipe = index.pipeline(transaction=False)
+        for s, mapping in by_shard.items():
+            if mapping:
+                pipe.zadd(scratch[s], mapping)
+                pipe.expire(scratch[s], BUILD_KEY_TTL)  # a refresh that dies leaves nothing behind for long
+                counts[s] += len(mapping)
+        pipe.execute()
+    return counts

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.core.cache import cache
 
-from boards import keys
+from boards import index, keys, sharded
 from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
 from boards.scripts import script
 from scores import encoding, selectors
@@ -76,6 +76,8 @@ class Standing:
     percentile: float | None
     around: list[Entry]
     degraded: bool = False
+    rank_exact: bool = True  # False: estimated from the histogram (sharded boards, deep ranks)
+    rank_error: int = 0  # |rank - true rank| <= rank_error
 
 
 @dataclass(frozen=True)
@@ -262,6 +264,8 @@ def standing_reply(
 def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> Page:
     stop = offset + limit - 1
     try:
+        if index.fanout(board.shards):
+            return sharded.board_top(board, window, offset, limit)
         s = _from_redis(board, window, _page_script(board, window, "range", offset, stop))
         degraded = False
     except REDIS_DOWN:
@@ -278,6 +282,8 @@ def player_standing(
 ) -> Standing:
     """`reply`: page.lua's answer already fetched for exactly these arguments (standing_reply)."""
     try:
+        if reply is None and index.fanout(board.shards):
+            return sharded.player_standing(board, window, pk, around)
         if reply is None:
             reply = _page_script(board, window, "member", pk, around)
         if reply[5] is None or reply[5] is False:
@@ -343,7 +349,7 @@ def friends_board(board: BoardConfig, window: str, pk: int) -> FriendsBoard:
     """The player and their friends with a score in the window, ordered as on the board."""
     members = [pk, *friend_pks(pk)]
     try:
-        standings, profiles = _friends_from_redis(board, window, members)
+        standings, profiles = _standings(board, window, members)
         degraded = False
     except REDIS_DOWN:
         standings, profiles = selectors.durable_standings(board, window=window, pks=members)
@@ -363,7 +369,18 @@ def friends_board(board: BoardConfig, window: str, pk: int) -> FriendsBoard:
     return FriendsBoard(window, out, degraded)
 
 
+def _standings(
+    board: BoardConfig, window: str, members: list[int]
+) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
+    if index.fanout(board.shards):
+        return sharded.standings(board, window, members)
+    return _friends_from_redis(board, window, members)
+
+
 def board_size(board_id: int, window: str) -> int:
+    shards = index.shards_of(board_id)
+    if index.fanout(shards):
+        return sum(int(x) for x in index.batch([("zcard", k) for k in keys.shard_keys(board_id, window, shards)]))
     return get_redis().zcard(keys.board_key(board_id, window))
 
 
@@ -373,7 +390,7 @@ def standings_of(board: BoardConfig, window: str, pks: list[int]) -> dict[int, E
     if not pks:
         return {}
     try:
-        standings, profiles = _friends_from_redis(board, window, pks)
+        standings, profiles = _standings(board, window, pks)
     except REDIS_DOWN:
         standings, profiles = selectors.durable_standings(board, window=window, pks=pks)
     shared = board.rank_display == "shared"

@@ -14,14 +14,15 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from boards import keys
+from boards import index, keys
 from boards.redis import REDIS_DOWN, get_redis, log_unavailable
-from scores import pgarrays
+from scores import value_selectors
 from scores.models import Board, BoardOutbox
 from scores.selectors import window_expiry
 from scores.windows import ROLLING_WINDOWS
@@ -33,27 +34,56 @@ REBUILD_CHUNK = 20000
 BUILD_KEY_TTL = 3600  # an interrupted rebuild's scratch keys clean themselves up
 
 
-def values_write(entries: Iterable[Entry], *, outbox_id: int | None = None) -> None:
-    """Mirror absolute values into the sorted sets in one MULTI (raises if Redis is down).
-
-    With outbox_id, the same MULTI records that outbox row as applied, so the periodic
-    drain deletes it without replaying it."""
-    by_key: dict[str, dict[str, int]] = defaultdict(dict)
-    for board_id, window, player_id, encoded in entries:
-        mapping = by_key[keys.board_key(board_id, window)]
-        mapping[str(player_id)] = max(encoded, mapping.get(str(player_id), encoded))
-    if not by_key and outbox_id is None:
-        return
-    pipe = get_redis().pipeline(transaction=True)
+def _writes(pipe: Any, by_key: dict[str, dict[str, int]], *, gt: bool, removed: Iterable[tuple[str, str]] = ()) -> None:
+    """Queue ZADDs (and ZREMs) with their windows' expiries and, on sharded boards, the
+    write counters the estimated ranks' error bound reads (keys.changes_key)."""
+    touched: dict[str, int] = defaultdict(int)
     for key, mapping in by_key.items():
-        pipe.zadd(key, mapping, gt=True)
-        expiry = window_expiry(*keys.board_and_window(key))
+        pipe.zadd(key, mapping, gt=gt)
+        touched[key] += len(mapping)
+    for key, member in removed:
+        pipe.zrem(key, member)
+        touched[key] += 1
+    for key, n in touched.items():
+        parsed = keys.parse_board_key(key)
+        expiry = window_expiry(parsed[0], parsed[2])
+        if parsed[1] is not None:
+            pipe.incrby(keys.changes_key(key), n)
         if expiry is not None:
             # closed windows go away on their own; the durable store keeps them
             pipe.expireat(key, expiry)
-    if outbox_id is not None:
+            if parsed[1] is not None:
+                pipe.expireat(keys.changes_key(key), expiry)
+
+
+def _by_key(entries: Iterable[Entry]) -> dict[str, dict[str, int]]:
+    by_key: dict[str, dict[str, int]] = defaultdict(dict)
+    for board_id, window, player_id, encoded in entries:
+        mapping = by_key[keys.player_key(board_id, window, index.shards_of(board_id), player_id)]
+        mapping[str(player_id)] = max(encoded, mapping.get(str(player_id), encoded))
+    return by_key
+
+
+def values_write(entries: Iterable[Entry], *, outbox_id: int | None = None) -> None:
+    """Mirror absolute values into the sorted sets (each player's shard of each window) in
+    one MULTI on one Redis, one pipeline per node on a cluster (raises if Redis is down).
+
+    With outbox_id, that outbox row is recorded as applied, so the periodic drain deletes it
+    without replaying it: in the same MULTI on one Redis; on a cluster after every node took
+    its writes (REDIS_URL keeps the outbox's bookkeeping), so a failure before leaves the row
+    to be replayed."""
+    by_key = _by_key(entries)
+    if not by_key and outbox_id is None:
+        return
+    cluster = index.is_cluster()
+    pipe = index.pipeline(transaction=True)
+    _writes(pipe, by_key, gt=True)
+    if outbox_id is not None and not cluster:
         pipe.sadd(keys.outbox_applied(), outbox_id)
-    pipe.execute()
+    if by_key or not cluster:
+        pipe.execute()
+    if outbox_id is not None and cluster:
+        get_redis().sadd(keys.outbox_applied(), outbox_id)
 
 
 def outbox_entry_apply(*, outbox_id: int, entries: list[Entry]) -> bool:
@@ -71,47 +101,27 @@ def values_rewrite(refs: Iterable[tuple[int, str, int]]) -> int:
     """Moderation's path (void, hold): write the values Postgres holds now *absolutely* (plain
     ZADD, ZREM where the value is gone), so entries can go down or away.
 
-    The rows are read FOR SHARE and the Redis MULTI runs before the transaction ends: an ingest
-    upsert of the same rows waits until the rewrite is in Redis, so its own ZADD GT lands after
-    it and is never undone. Raises if Redis is down (the outbox row stays for the drain)."""
+    The rows are read FOR SHARE and the Redis writes run before the transaction ends: an
+    ingest upsert of the same rows waits until the rewrite is in Redis, so its own ZADD GT
+    lands after it and is never undone. Raises if Redis is down (the outbox row stays for the
+    drain)."""
     refs = sorted(set(map(tuple, refs)))
     if not refs:
         return 0
     with transaction.atomic():
-        current = {(b, w, p): e for b, w, p, e in _current_values(set(refs), lock=True)}
-        pipe = get_redis().pipeline(transaction=True)
-        expiring: set[str] = set()
+        current = {(b, w, p): e for b, w, p, e in value_selectors.values_of(refs, lock=True)}
+        pipe = index.pipeline(transaction=True)
+        by_key: dict[str, dict[str, int]] = defaultdict(dict)
+        removed = []
         for ref in refs:
-            key = keys.board_key(ref[0], ref[1])
+            key = keys.player_key(ref[0], ref[1], index.shards_of(ref[0]), ref[2])
             if ref in current:
-                pipe.zadd(key, {str(ref[2]): current[ref]})
-                expiring.add(key)
+                by_key[key][str(ref[2])] = current[ref]
             else:
-                pipe.zrem(key, str(ref[2]))
-        for key in expiring:
-            expiry = window_expiry(*keys.board_and_window(key))
-            if expiry is not None:
-                pipe.expireat(key, expiry)
+                removed.append((key, str(ref[2])))
+        _writes(pipe, by_key, gt=False, removed=removed)
         pipe.execute()
     return len(refs)
-
-
-def _current_values(refs: set[tuple[int, str, int]], lock: bool = False) -> list[Entry]:
-    """The values Postgres holds now for (board_id, window, player_id) references."""
-    if not refs:
-        return []
-    b, w, p = zip(*refs, strict=True)
-    with connection.cursor() as cur:
-        cur.execute(
-            """
-            SELECT pv.board_id, pv."window", pv.player_id, pv.encoded
-            FROM unnest(%s::bigint[], %s::text[], %s::bigint[]) AS u(b, w, p)
-            JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = u.w AND pv.player_id = u.p
-            """
-            + (' ORDER BY pv.board_id, pv."window", pv.player_id FOR SHARE OF pv' if lock else ""),
-            [pgarrays.ints(b), pgarrays.texts(w), pgarrays.ints(p)],
-        )
-        return cur.fetchall()
 
 
 def outbox_refs(entries: list[list]) -> Iterator[tuple[int, str, int]]:
@@ -149,7 +159,7 @@ def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> in
             missed = [row for row, done in zip(rows, applied, strict=True) if not done or row.rewrite]
             rewrites = {ref for row in missed if row.rewrite for ref in outbox_refs(row.entries)}
             refs = {ref for row in missed if not row.rewrite for ref in outbox_refs(row.entries)} - rewrites
-            values_write(_current_values(refs))
+            values_write(value_selectors.values_of(refs))
             values_rewrite(rewrites)
             BoardOutbox.objects.filter(id__in=ids).delete()
         r.srem(keys.outbox_applied(), *ids)
@@ -170,61 +180,68 @@ def boards_rebuild(
 ) -> RebuildReport:
     """Rebuild sorted sets from Postgres into scratch keys, then swap them in atomically.
 
-    Readers see the old or the new board, never a half-built one. Values committed while the
-    rebuild streamed are replayed after the swap (ZADD GT), so none is lost."""
+    Readers see the old or the new board, never a half-built one (on a cluster, each shard
+    swaps atomically; shards on different nodes swap a moment apart). Values committed while
+    the rebuild streamed are replayed after the swap (ZADD GT), so none is lost. The board's
+    current `shards` decides the layout: re-sharding is this rebuild."""
     started = timezone.now()
     boards = list(Board.objects.all() if boards is None else boards)
     # every board rebuilt (named one by one or not): the index is complete, readers may trust it
     full = {b.id for b in boards} >= set(Board.objects.values_list("id", flat=True))
     report = RebuildReport(boards=len(boards))
-    r = get_redis()
     token = secrets.token_hex(4)
     for board in boards:
-        built = _board_stream(r, token, board.id, progress)
+        built = _board_stream(token, board, progress)
         report.entries += sum(built.values())
-        report.windows += len(built)
-        _board_swap(r, token, board.id, built)
+        report.windows += len({keys.window_of(k) for k in built})
+        _board_swap(token, board, built)
     report.caught_up = _catch_up(started, [b.id for b in boards])
     if full:
-        r.set(keys.built_marker(), started.isoformat())
+        index.mark_built(started.isoformat())
     report.seconds = (timezone.now() - started).total_seconds()
     return report
 
 
-def _board_stream(r, token: str, board_id: int, progress: Callable[[int], None] | None) -> dict[str, int]:
+def _board_stream(token: str, board: Board, progress: Callable[[int], None] | None) -> dict[str, int]:
+    """Stream a board's values into scratch keys; returns live key -> members built."""
     counts: dict[str, int] = defaultdict(int)
+    shards = board.shards
     # Redis ingests one chunk while Python reads and shapes the next: the two ran one after the
     # other before, and Redis' ZADD work alone is about half of a rebuild (bench.memory).
-    with _PipelineWriter(r) as writer, transaction.atomic(), connection.chunked_cursor() as cur:
-        cur.execute('SELECT "window", player_id, encoded FROM scores_playervalue WHERE board_id = %s', [board_id])
+    with _PipelineWriter() as writer:
         now = time.time()
         expired: dict[str, bool] = {}
-        while rows := cur.fetchmany(REBUILD_CHUNK):
-            by_window: dict[str, dict[str, int]] = defaultdict(dict)
+        for rows in value_selectors.board_values_stream(board.id, chunk=REBUILD_CHUNK):
+            by_key: dict[str, dict[str, int]] = defaultdict(dict)
             for window, player_id, encoded in rows:
                 if window not in expired:
-                    expiry = window_expiry(board_id, window)
+                    expiry = window_expiry(board.id, window)
                     expired[window] = expiry is not None and expiry <= now
                 if expired[window]:
                     continue  # past its retention: Postgres keeps it, Redis need not
-                by_window[window][str(player_id)] = encoded
-            pipe = r.pipeline(transaction=False)
-            for window, mapping in by_window.items():
-                key = keys.build_key(token, board_id, window)
+                by_key[keys.player_key(board.id, window, shards, player_id)][str(player_id)] = encoded
+            pipe = index.pipeline(transaction=False)
+            for live, mapping in by_key.items():
+                key = _build_key_of(token, live)
                 pipe.zadd(key, mapping)
                 pipe.expire(key, BUILD_KEY_TTL)
-                counts[window] += len(mapping)
+                counts[live] += len(mapping)
             writer.send(pipe)
             if progress:
                 progress(len(rows))
     return counts
 
 
+def _build_key_of(token: str, live: str) -> str:
+    board_id, shard, window = keys.parse_board_key(live)
+    return keys.build_key(token, board_id, window, shard)
+
+
 class _PipelineWriter:
     """Executes pipelines on a background thread, in order, at most two waiting; an error there
     is raised in the caller at the next send() or on leaving the block."""
 
-    def __init__(self, r) -> None:
+    def __init__(self) -> None:
         self._queue: queue.Queue = queue.Queue(maxsize=2)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="rebuild-writer", daemon=True)
@@ -253,18 +270,29 @@ class _PipelineWriter:
             raise self._error
 
 
-def _board_swap(r, token: str, board_id: int, built: dict[str, int]) -> None:
-    live = {
-        k.decode() if isinstance(k, bytes) else k for k in r.scan_iter(match=keys.board_pattern(board_id), count=1000)
-    }
-    pipe = r.pipeline(transaction=True)
-    for window in built:
-        target = keys.board_key(board_id, window)
-        pipe.rename(keys.build_key(token, board_id, window), target)
+def board_keys_live(board_id: int) -> set[str]:
+    """Every sorted set of a board in the index now (every node of a cluster)."""
+    r = index.index()
+    found: set[str] = set()
+    for pattern in keys.board_patterns(board_id):
+        found |= {k.decode() if isinstance(k, bytes) else k for k in r.scan_iter(match=pattern, count=1000)}
+    return found
+
+
+def _board_swap(token: str, board: Board, built: dict[str, int]) -> None:
+    live = board_keys_live(board.id)
+    layout = set(keys.shard_keys(board.id, "x", board.shards))
+    pipe = index.pipeline(transaction=True)
+    for target in built:
+        pipe.rename(_build_key_of(token, target), target)
         pipe.persist(target)
+        if board.shards > 1:  # the set changed whole: every estimate older than now is off
+            pipe.incrby(keys.changes_key(target), built[target])
         live.discard(target)
-    for stale in live:  # windows with no values left in Postgres
-        if keys.window_of(stale) not in ROLLING_WINDOWS:  # rolling windows are built by boards/rolling.py
+    for stale in live:  # windows with no values left in Postgres, or of another shard layout
+        board_id, shard, window = keys.parse_board_key(stale)
+        kept_layout = keys.board_key(board_id, "x", shard) in layout
+        if window not in ROLLING_WINDOWS or not kept_layout:  # rolling windows are built by boards/rolling.py
             pipe.delete(stale)
     pipe.execute()
 
@@ -275,13 +303,7 @@ CATCH_UP_MARGIN = timedelta(seconds=30)
 def _catch_up(since, board_ids: list[int]) -> int:
     # updated_at is stamped when the upsert ran, a moment before its commit; the margin
     # covers that gap (ingest transactions last milliseconds) and clock skew.
-    with connection.cursor() as cur:
-        cur.execute(
-            'SELECT board_id, "window", player_id, encoded FROM scores_playervalue '
-            "WHERE board_id = ANY(%s) AND updated_at >= %s",
-            [board_ids, since - CATCH_UP_MARGIN],
-        )
-        rows = cur.fetchall()
+    rows = value_selectors.values_updated_since(board_ids, since - CATCH_UP_MARGIN)
     values_write(rows)
     return len(rows)
 
@@ -295,14 +317,13 @@ REBUILD_LOCK = "boards-index-rebuild"
 def board_index_heal(*, grace_seconds: float | None = None) -> int:
     """Periodic: rebuild everything if Redis lost the index (one process does, the others go
     on draining), then drain the outbox."""
-    r = get_redis()
-    if not r.exists(keys.built_marker()):
+    if not index.built():
         with connection.cursor() as cur:
             cur.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [REBUILD_LOCK])
             locked = cur.fetchone()[0]
         if locked:
             try:
-                if not r.exists(keys.built_marker()):  # another process may have just finished
+                if not index.built():  # another process may have just finished
                     log.warning("Board index marker missing (Redis restarted or flushed): rebuilding from Postgres")
                     report = boards_rebuild()
                     log.warning("Board index rebuilt: %d entries in %.1f s", report.entries, report.seconds)

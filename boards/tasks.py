@@ -1,16 +1,15 @@
 from celery import shared_task
 
-from boards import keys, live, services
+from boards import healing, index, live, services
 from boards.histogram import histograms_refresh
-from boards.redis import get_redis
 from boards.rolling import rolling_windows_refresh
 
 
 @shared_task(ignore_result=True)
 def sync_pending() -> int:
     """Replay outbox rows the post-commit path missed; rebuild if Redis lost the index."""
-    rebuilding = not get_redis().exists(keys.built_marker())
-    replayed = services.board_index_heal()
+    rebuilding = not index.built()
+    replayed = healing.failover_replay() + services.board_index_heal()
     if replayed or rebuilding:
         live.watched_changed()  # the drain does not say which windows it touched
     return replayed
@@ -34,3 +33,9 @@ def refresh_histograms() -> int:
 def live_flush() -> int:
     """The trailing edge of live updates: publish changes held back by the per-second limit."""
     return live.flush_due()
+
+
+@shared_task(ignore_result=True)
+def sample_index() -> int:
+    """Compare a sample of every live board window with Postgres; repair and count drift."""
+    return healing.index_sample_check().drift

@@ -147,6 +147,13 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Short timeouts: with Redis down, a submission must still answer quickly (Postgres holds it).
 REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.5"))
 
+# The ranking index (sorted sets, their scripts, histograms) on a Redis Cluster: any node's URL,
+# e.g. redis://127.0.0.1:7001 (the client discovers the rest). Unset: everything on REDIS_URL.
+REDIS_CLUSTER_URL = os.environ.get("REDIS_CLUSTER_URL", "").strip()
+# Stale-tolerant reads (top pages, histograms) from the cluster's replicas; a player's own rank
+# stays on the primaries (docs/reads.md).
+REDIS_READ_FROM_REPLICAS = os.environ.get("REDIS_READ_FROM_REPLICAS", "0") == "1"
+
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
@@ -281,6 +288,8 @@ CELERY_BEAT_SCHEDULE = {
     "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
     # a run still queued when the next one is due is dropped (expires): slow runs never pile up
     "boards-refresh-rolling": {"task": "boards.tasks.refresh_rolling", "schedule": 60.0, "options": {"expires": 55}},
+    # the index sampler (boards/healing.py): drift repaired and counted in /metrics
+    "boards-sample-index": {"task": "boards.tasks.sample_index", "schedule": 60.0, "options": {"expires": 55}},
     "boards-refresh-histograms": {
         "task": "boards.tasks.refresh_histograms",
         "schedule": 60.0,

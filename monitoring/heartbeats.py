@@ -128,7 +128,15 @@ class BoardIndex:
 def board_index_state() -> BoardIndex:
     """Whether Redis holds the index built from Postgres (boards.services.boards_rebuild sets the
     marker; Redis restarted or flushed has none, and the periodic job rebuilds within seconds)."""
-    raw = _redis().get(keys.built_marker())
+    from boards import index  # not at import time: celery imports this module before the apps load
+
+    raw = index.index().get(keys.built_marker())  # on the cluster with REDIS_CLUSTER_URL
     if raw is None:
         return BoardIndex(False, None)
     return BoardIndex(True, raw.decode() if isinstance(raw, bytes) else str(raw))
+
+
+def index_drift() -> tuple[int, int]:
+    """(sampled, drift) totals of the board index sampler (boards/healing.py)."""
+    sampled, drift = _redis().hmget(keys.heal_stats(), "sampled", "drift")
+    return int(sampled or 0), int(drift or 0)

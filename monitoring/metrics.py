@@ -27,7 +27,7 @@ from typing import Any
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -178,6 +178,13 @@ class LiveCollector:
         built = heartbeats.board_index_state()
         yield GaugeMetricFamily(
             "leaderboard_board_index_built", "1 once the Redis index was built from Postgres", value=float(built.built)
+        )
+        sampled, drift = heartbeats.index_drift()
+        yield CounterMetricFamily(
+            "leaderboard_index_sampled", "Board index members the sampler compared with Postgres", value=sampled
+        )
+        yield CounterMetricFamily(
+            "leaderboard_index_drift", "Sampled board index members that differed from Postgres (repaired)", value=drift
         )
 
 

@@ -44,6 +44,8 @@ class BoardSpec(BoardDefinition):
     regions: bool = False
     anticheat: tuple[tuple[str, int | float], ...] = ()  # threshold overrides, sorted by key
     format: str = "integer"  # how pages show a score (scores/formats.py)
+    shards: int = 1  # sorted sets per board window (docs/game-config.md)
+    exact_rank_limit: int = 10_000  # ranks deeper than this on a sharded board may be estimated
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,13 @@ class GameSpec:
     regions: tuple[RegionSpec, ...] = ()
 
 
+MAX_SHARDS = 1024  # sorted sets per board window: far more than a cluster has masters
+MAX_EXACT_RANK_LIMIT = 10_000_000
+
 _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods"}
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
-    "anticheat", "format",
+    "anticheat", "format", "shards", "exact_rank_limit",
 }  # fmt: skip
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
@@ -159,6 +164,8 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         regions=_bool(raw, "regions", p, default=False),
         anticheat=_anticheat(raw, p),
         format=_format(raw, p),
+        shards=_int(raw, "shards", p, default=1, low=1, high=MAX_SHARDS),
+        exact_rank_limit=_int(raw, "exact_rank_limit", p, default=10_000, low=1, high=MAX_EXACT_RANK_LIMIT),
     )
     problem = encoding.budget_problem(spec)
     if problem:
@@ -261,12 +268,16 @@ def _slug(raw: dict[str, Any], p: str) -> str:
     return value
 
 
-def _int(raw: dict[str, Any], key: str, p: str, default: int | None = None, low: int | None = None) -> int:
+def _int(
+    raw: dict[str, Any], key: str, p: str, default: int | None = None, low: int | None = None, high: int | None = None
+) -> int:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(p + key, "an integer is required")
     if low is not None and value < low:
         raise ConfigError(p + key, f"must be at least {low}")
+    if high is not None and value > high:
+        raise ConfigError(p + key, f"must be at most {high}")
     return value
 
 

@@ -59,6 +59,10 @@ class Board(models.Model):
     anticheat = models.JSONField(default=dict, blank=True)
     # how the pages show a score (scores/formats.py); the API always answers integers
     format = models.CharField(max_length=16, default="integer")
+    # how many sorted sets each board window is spread over (a Redis Cluster spreads them), and
+    # how deep ranks on such a board stay exact (docs/reads.md, "Sharded boards")
+    shards = models.PositiveSmallIntegerField(default=1)
+    exact_rank_limit = models.PositiveIntegerField(default=10_000)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]

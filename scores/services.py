@@ -20,7 +20,7 @@ from scores.auth import make_player_token, server_key_secret, server_keys_change
 from scores.config import ConfigError, GameSpec
 from scores.models import Board, Friendship, Game, Player, PlayerValue, Region, Season, ServerKey
 from scores.send import send_on_commit
-from scores.signals import friends_changed
+from scores.signals import boards_resharded, friends_changed
 
 
 def _players_upsert(game: Game, names: dict[str, str]) -> dict[str, int]:
@@ -107,6 +107,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
     Returns a line per change (empty when the file changes nothing). Refuses, naming the key,
     a change that would invalidate the encoded scores a board already holds."""
     changes: list[str] = []
+    resharded: list[int] = []
     with transaction.atomic():
         game_fields = {
             "name": spec.name,
@@ -133,6 +134,8 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "regions": bs.regions,
                 "anticheat": dict(bs.anticheat),
                 "format": bs.format,
+                "shards": bs.shards,
+                "exact_rank_limit": bs.exact_rank_limit,
             }
             board = existing.get(bs.slug)
             if board is None:
@@ -145,7 +148,10 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                     f"board {bs.slug!r} already holds scores; changing its order, mode or score range would "
                     "change how they rank. Create a new board instead.",
                 )
+            was_shards = board.shards
             changes += _update_fields(board, fields, f"board {bs.slug}")
+            if board.shards != was_shards:
+                resharded.append(board.id)
         existing_regions = {r.slug: r for r in Region.objects.filter(game=game)}
         for rs in spec.regions:
             region = existing_regions.get(rs.slug)
@@ -163,6 +169,9 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 changes.append(f"created season {ss.slug}")
             else:
                 changes += _update_fields(season, fields, f"season {ss.slug}")
+        if resharded:
+            # re-sharding is a rebuild of those boards (boards/ listens)
+            send_on_commit(boards_resharded, board_ids=resharded)
     return changes
 
 

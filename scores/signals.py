@@ -18,3 +18,7 @@ matches_applied = Signal()
 # must be rewritten with absolute writes, which may lower or remove them.
 # kwargs: outbox_id: int, refs: list[tuple[board_id, window, player_id]]
 values_rewritten = Signal()
+
+# Sent after a game configuration change that re-shards boards commits (a board's `shards`
+# changed): their sorted sets must be rebuilt in the new layout. kwargs: board_ids: list[int]
+boards_resharded = Signal()

@@ -691,6 +691,8 @@ def ensure_services(*, for_tests: bool = False) -> dict[str, str]:
             db = TEST_REDIS_DB - slot
             found["REDIS_URL"] = with_redis_db(redis_url, db)
             log(f"redis: tests use database {db}: {redact(found['REDIS_URL'])}")
+    if for_tests:  # the cluster topology of the board tests (scripts/cluster.py)
+        found["TEST_REDIS_CLUSTER_URL"] = os.environ.get("TEST_REDIS_CLUSTER_URL", "").strip() or _cluster()
     # tests make throwaway secrets of their own (leaderboard_project/settings_test.py)
     return found if for_tests else {**found, **ensure_secrets()}
 
@@ -763,6 +765,15 @@ def ensure_secrets() -> dict[str, str]:
     return {name: wanted[name] or stored[name] for name in SECRET_NAMES}
 
 
+def _cluster() -> str:
+    if str(REPO_ROOT) not in sys.path:  # run as a script: scripts/ is not a package on the path yet
+        sys.path.insert(0, str(REPO_ROOT))
+    from scripts import cluster
+
+    with _local_lock():
+        return cluster.ensure_cluster()
+
+
 def stop_started() -> None:
     """Stop the project-local servers that this process started (not reused ones)."""
     while _started:
@@ -781,6 +792,11 @@ def stop_local() -> None:
             data = root / "data"
             _stop_local_postgres(postgres_bin_dir(_data_major(data)), data, _service_user())
         _stop_local_redis()
+        if str(REPO_ROOT) not in sys.path:
+            sys.path.insert(0, str(REPO_ROOT))
+        from scripts import cluster
+
+        cluster.stop_cluster()
     _started.clear()
 
 

@@ -1,18 +1,22 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
+from django.db.models.signals import pre_save
 from django.test import Client
+from redis.cluster import RedisCluster
 
-from boards import keys
+from boards import index, keys
 from boards.api import TopApi
 from boards.breaker import breakers_reset
 from boards.redis import get_redis
 from boards.selectors import local_caches_clear
 from scores.auth import sign
+from scores.models import Board
 from scores.selectors import config_cache_clear
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 
@@ -35,6 +39,14 @@ def mark_index_built() -> None:
     """An empty Redis over an empty database is a complete index: say so, as a full rebuild
     would (readers answer from Postgres, degraded, while the marker is missing)."""
     get_redis().set(keys.built_marker(), "tests")
+    if index.is_cluster():
+        index.mark_built("tests")
+
+
+def index_flush() -> None:
+    """Empty the ranking index where it is not the test Redis db (the tests' cluster)."""
+    if index.is_cluster():
+        index.index().flushall(target_nodes=RedisCluster.PRIMARIES)
 
 
 class SignedClient:
@@ -90,6 +102,7 @@ def reset_results() -> None:
             "scores_boardoutbox, scores_pending, scores_windowcutoff RESTART IDENTITY CASCADE"
         )
     get_redis().flushdb()
+    index_flush()
     mark_index_built()
     TopApi._local.clear()
     local_caches_clear()
@@ -116,3 +129,49 @@ def game_with_boards(
         )
     key, secret = server_key(game)
     return game, SignedClient(key.key_id, secret)
+
+
+SHARDS = 4  # the cluster topology's boards
+
+
+@pytest.fixture(params=["one", "cluster"])
+def topology(request: pytest.FixtureRequest, settings) -> Iterator[str]:
+    """The test runs twice: on one Redis with unsharded boards, as before, and with the
+    ranking index on the project-local Redis Cluster (scripts/cluster.py), every board created
+    meanwhile spread over SHARDS sorted sets per window."""
+    if request.param == "one":
+        yield "one"
+        return
+    url = os.environ.get("TEST_REDIS_CLUSTER_URL", "")
+    assert url, "run the tests through scripts/services.py exec --for-tests (it starts the local cluster)"
+    settings.REDIS_CLUSTER_URL = url
+    index_flush()
+    mark_index_built()
+
+    def sharded(sender: type, instance: Board, **kwargs: object) -> None:
+        if instance._state.adding and instance.shards == 1:
+            instance.shards = SHARDS
+
+    pre_save.connect(sharded, sender=Board, dispatch_uid="tests.sharded_boards")
+    try:
+        yield "cluster"
+    finally:
+        pre_save.disconnect(sender=Board, dispatch_uid="tests.sharded_boards")
+
+
+def set_keys(board_id: int, window: str) -> list[str]:
+    """Every sorted set of a board window in the current topology."""
+    return keys.shard_keys(board_id, window, Board.objects.get(pk=board_id).shards)
+
+
+def member_key(board_id: int, window: str, member: int | str) -> str:
+    """The sorted set of a board window that holds this player (primary key)."""
+    return keys.player_key(board_id, window, Board.objects.get(pk=board_id).shards, int(member))
+
+
+def set_members(board_id: int, window: str) -> dict[bytes, float]:
+    """member -> score over every shard of a board window."""
+    out: dict[bytes, float] = {}
+    for key in set_keys(board_id, window):
+        out.update(index.index().zrange(key, 0, -1, withscores=True))
+    return out

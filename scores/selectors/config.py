@@ -75,6 +75,8 @@ class BoardConfig(BoardDefinition):
     # anti-cheat threshold overrides (anticheat/rules.py); not part of equality or hashing
     anticheat: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     format: str = "integer"  # how pages show a score (scores/formats.py); the API answers integers
+    shards: int = 1  # sorted sets per window (boards/keys.py shard keys)
+    exact_rank_limit: int = 10_000
 
     def region(self, slug: str) -> RegionConfig | None:
         return next((r for r in self.regions if r.slug == slug), None)
@@ -116,6 +118,8 @@ def _load_game(slug: str) -> GameConfig | None:
             regions=tuple(regions.values()) if b.regions else (),
             anticheat=dict(b.anticheat or {}),
             format=b.format,
+            shards=b.shards,
+            exact_rank_limit=b.exact_rank_limit,
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }

@@ -15,14 +15,16 @@ from anticheat.models import AuditEntry, MatchFlag
 from anticheat.rules import Verdict
 from anticheat.services import Actor, match_hold, matches_void_by_server_key
 from anticheat.tasks import check_pending
-from boards import keys
+from boards import index, keys
 from boards.redis import get_redis
 from boards.services import boards_rebuild
 from scores.models import Board, Match, PlayerValue, ServerKey
 from scores.services import player_token_issue
 from tests.anticheat.conftest import URL, drain, submit, top
-from tests.conftest import SignedClient
+from tests.conftest import SignedClient, member_key
 from tests.factories import server_key
+
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
 
 WINDOWS = ("all", "daily:2026-11-28", "weekly:2026-W48", "monthly:2026-11", "season:s1")
 
@@ -68,7 +70,7 @@ def test_void_recomputes_a_total_with_the_latest_metadata(gs, mod) -> None:
     pv = PlayerValue.objects.get(board__slug="freesum", window="all")
     assert pv.value == 30 and pv.metadata == {"r": 2} and pv.reached_at.hour == 11 and pv.latest_at.hour == 11
     board = Board.objects.get(slug="freesum")
-    assert int(get_redis().zscore(keys.board_key(board.id, "all"), str(pv.player_id))) == pv.encoded
+    assert int(index.index().zscore(member_key(board.id, "all", pv.player_id), str(pv.player_id))) == pv.encoded
 
 
 def test_a_voided_score_never_comes_back(gs, mod) -> None:

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anticheat.rules import Verdict
 from anticheat.services import Actor, match_approve, match_hold, matches_void
-from boards import keys, selectors
-from boards.redis import get_redis
+from boards import index, selectors
 from boards.services import outbox_drain
 from scores.models import Board, Match, PlayerValue
 from scores.selectors import cached_board
 from tests.anticheat.conftest import URL
-from tests.conftest import reset_results
+from tests.conftest import reset_results, set_keys
 from tests.reference import RefBoard, Reference, RefSeason
+
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
 
 BOARDS = [RefBoard("free", "desc", "best", 0, 10_000_000), RefBoard("freesum", "desc", "total", 0, 1000)]
 SEASON = RefSeason("s1", datetime(2026, 11, 1, tzinfo=UTC), datetime(2027, 2, 1, tzinfo=UTC))
@@ -77,7 +79,7 @@ def test_void_hold_approve_match_the_reference(arena, gs, sent, ops) -> None:
             want = ref.order(board.slug, window)
             got = selectors.board_range(cached_board("arena", board_slug=board.slug), window, 0, 50)
             assert [e.external_id for e in got] == want, (board.slug, window)
-            assert get_redis().zcard(keys.board_key(board.id, window)) == len(want)
+            assert sum(index.index().zcard(k) for k in set_keys(board.id, window)) == len(want)
 
 
 def _ref(bodies: list[dict], voided: set[str]) -> Reference:

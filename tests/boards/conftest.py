@@ -5,7 +5,7 @@ from django.test import Client
 
 from scores.models import Player
 from scores.services import player_token_issue
-from tests.conftest import SignedClient
+from tests.conftest import SHARDS, SignedClient, member_key, set_keys, set_members, topology  # noqa: F401
 
 URL = "/api/v1/games/chess"
 

@@ -30,6 +30,8 @@ from tests.conftest import SignedClient
 from tests.factories import GameFactory, server_key
 from tests.websocket import WebsocketCommunicator
 
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+
 WS = "/ws/games/chess/boards/rating/"
 DEADLINE = 15.0  # seconds: generous on a busy machine; a passing test never waits for it
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from boards import keys, services
+import pytest
+
+from boards import index, keys, services
 from boards.redis import get_redis
 from scores.models import Board, BoardOutbox, PlayerValue
+from tests.boards.conftest import member_key
 from tests.conftest import SignedClient
+
+pytestmark = pytest.mark.usefixtures("topology")
 
 URL = "/api/v1/games/chess/matches"
 
@@ -33,7 +38,7 @@ def test_a_stale_replay_cannot_lower_a_score(server: SignedClient, game) -> None
     services.values_write([(board.id, "all", old.player_id, old.encoded)])
     new = PlayerValue.objects.get(board=board, window="all")
     assert new.value == 20
-    assert get_redis().zscore(keys.board_key(board.id, "all"), str(new.player_id)) == new.encoded
+    assert index.index().zscore(member_key(board.id, "all", new.player_id), str(new.player_id)) == new.encoded
 
 
 def test_totals_are_absolute_so_a_replay_does_not_double(server: SignedClient, game) -> None:
@@ -43,7 +48,7 @@ def test_totals_are_absolute_so_a_replay_does_not_double(server: SignedClient, g
     value = PlayerValue.objects.get(board=board, window="all")
     services.values_write([(board.id, "all", value.player_id, value.encoded)] * 3)
     assert value.value == 12
-    assert get_redis().zscore(keys.board_key(board.id, "all"), str(value.player_id)) == value.encoded
+    assert index.index().zscore(member_key(board.id, "all", value.player_id), str(value.player_id)) == value.encoded
 
 
 def test_a_later_equal_result_does_not_move_a_player_down(server: SignedClient, game) -> None:

@@ -14,6 +14,8 @@ from tests.conftest import SignedClient
 from tests.factories import GameFactory, server_key
 from tests.scores.test_ingest_api import assert_error
 
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+
 
 def top(path: str = "/boards/rating/top", **params) -> dict:
     response = Client().get(URL + path, params)

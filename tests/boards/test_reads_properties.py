@@ -15,6 +15,8 @@ from tests.conftest import game_with_boards, reset_results
 from tests.factories import SeasonFactory
 from tests.reference import RefBoard, Reference, RefSeason
 
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+
 BOARDS = {
     "high": (RefBoard("high", "desc", "best", 0, 5), "unique"),
     "low": (RefBoard("low", "asc", "best", 10, 15), "shared"),
@@ -103,6 +105,7 @@ def test_reads_match_reference_model(world, matches, friendships, around, page) 
                     k: want[k] for k in ("rank", "score", "total", "percentile")
                 }
                 assert [(e["rank"], e["player"], e["score"]) for e in body["around"]] == want["around"]
+                assert body["rank_exact"] is True  # within exact_rank_limit, sharded or not
                 fb = server.get(f"/api/v1/games/prop/boards/{slug}/players/{player}/friends?window={window}").json()
                 assert [
                     (e["rank"], e["board_rank"], e["player"], e["score"]) for e in fb["entries"]

@@ -9,6 +9,8 @@ from rest_framework.request import Request
 
 from boards import api
 
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+
 
 @pytest.mark.parametrize("serializer", list(api._DEFAULTS))
 def test_the_fast_defaults_are_the_serializers_defaults(serializer) -> None:

@@ -7,10 +7,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from boards import keys, services
-from boards.redis import get_redis
+from boards import index, keys, services
 from scores.models import Board, PlayerValue
+from tests.boards.conftest import member_key, set_keys
 from tests.conftest import SignedClient
+
+pytestmark = pytest.mark.usefixtures("topology")
 
 
 def _submit(server: SignedClient, n: int) -> None:
@@ -29,37 +31,36 @@ def _submit(server: SignedClient, n: int) -> None:
 
 
 def _snapshot() -> dict[str, dict[bytes, float]]:
-    r = get_redis()
-    boards = [k for k in r.scan_iter("lb:*") if k.split(b":")[1].isdigit()]
+    r = index.index()
+    boards = [k for k in r.scan_iter("lb:*") if keys.parse_board_key(k.decode())]
     return {k.decode(): dict(r.zrange(k, 0, -1, withscores=True)) for k in boards}
 
 
 def test_rebuild_reproduces_the_live_index_and_drops_what_postgres_no_longer_has(server: SignedClient, game) -> None:
     _submit(server, 40)
     live = _snapshot()
-    r = get_redis()
+    r = index.index()
     rating = Board.objects.get(game=game, slug="rating")
     # damage the index: a stray member, a lost member, a window Postgres never had
-    r.zadd(keys.board_key(rating.id, "all"), {"999999": 1.0})
-    r.zrem(
-        keys.board_key(rating.id, "daily:2026-11-20"), r.zrange(keys.board_key(rating.id, "daily:2026-11-20"), 0, 0)[0]
-    )
-    r.zadd(keys.board_key(rating.id, "daily:2020-01-01"), {"1": 1.0})
+    r.zadd(member_key(rating.id, "all", 999999), {"999999": 1.0})
+    day = next(k for k in set_keys(rating.id, "daily:2026-11-20") if r.zcard(k))
+    r.zrem(day, r.zrange(day, 0, 0)[0])
+    r.zadd(member_key(rating.id, "daily:2020-01-01", 1), {"1": 1.0})
     out = StringIO()
     call_command("rebuild_boards", stdout=out)
     assert _snapshot() == live
     assert "entries" in out.getvalue()
     assert r.exists(keys.built_marker())
-    assert not list(r.scan_iter("lb:build:*"))
+    assert not list(r.scan_iter("lbb:*"))
 
 
 def test_rebuild_of_one_board_leaves_the_others_alone(server: SignedClient, game) -> None:
     _submit(server, 10)
-    r = get_redis()
+    r = index.index()
     points = Board.objects.get(game=game, slug="points")
-    r.zadd(keys.board_key(points.id, "all"), {"424242": 5.0})
+    r.zadd(member_key(points.id, "all", 424242), {"424242": 5.0})
     call_command("rebuild_boards", "--game", "chess", "--board", "rating", stdout=StringIO())
-    assert r.zscore(keys.board_key(points.id, "all"), "424242") == 5.0
+    assert r.zscore(member_key(points.id, "all", 424242), "424242") == 5.0
 
 
 def test_rebuild_replays_values_committed_while_it_streamed(server: SignedClient, game) -> None:
@@ -82,7 +83,7 @@ def test_rebuild_replays_values_committed_while_it_streamed(server: SignedClient
 
     services.boards_rebuild(boards=[rating], progress=progress)
     value = PlayerValue.objects.get(board=rating, window="all", player__external_id="late")
-    assert get_redis().zscore(keys.board_key(rating.id, "all"), str(value.player_id)) == value.encoded
+    assert index.index().zscore(member_key(rating.id, "all", value.player_id), str(value.player_id)) == value.encoded
 
 
 def test_rebuild_board_without_game_is_an_error(transactional_db) -> None:

@@ -8,12 +8,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from boards import keys
+from boards import index, keys
 from boards.redis import get_redis
 from scores.models import Match, PlayerValue, Result
 from scores.services import server_key_revoke
-from tests.conftest import SignedClient
+from tests.conftest import SignedClient, set_keys
 from tests.factories import GameFactory, server_key
+
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
 
 URL = "/api/v1/games/chess/matches"
 
@@ -45,10 +47,9 @@ def test_accepted_match_is_stored_and_mirrored(server: SignedClient, game) -> No
     # every window the board keeps, derived from ended_at in the game's time zone
     windows = set(PlayerValue.objects.values_list("window", flat=True))
     assert windows == {"all", "daily:2026-11-29", "weekly:2026-W48", "monthly:2026-11", "season:s1"}
-    r = get_redis()
     board_id = game.boards.get(slug="rating").id
     for window in windows:
-        assert r.zcard(keys.board_key(board_id, window)) == 1
+        assert sum(index.index().zcard(k) for k in set_keys(board_id, window)) == 1
 
 
 def test_same_match_again_is_a_duplicate_that_counts_once(server: SignedClient) -> None:
@@ -108,7 +109,8 @@ def test_invalid_match_is_400_and_stores_nothing(server: SignedClient, body, cod
         body["results"] = [{"player": "ok", "board": "rating", "score": 5}, *body["results"]]
     assert_error(server.post(URL, body), 400, code)
     assert not Match.objects.exists() and not Result.objects.exists() and not PlayerValue.objects.exists()
-    assert {k.decode() for k in get_redis().scan_iter()} <= {keys.built_marker()}  # nothing of it reached Redis
+    # nothing of it reached Redis (nor the cluster's index)
+    assert {k.decode() for r in {get_redis(), index.index()} for k in r.scan_iter()} <= {keys.built_marker()}
 
 
 def test_ended_at_more_than_60s_in_future_is_400(server: SignedClient) -> None:

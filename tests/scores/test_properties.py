@@ -114,7 +114,7 @@ def test_service_matches_reference_model(world, ops) -> None:
             )
             assert [row[0] for row in cur.fetchall()] == want
     # nothing of a refused match reached Redis
-    board_keys = [k for k in r.scan_iter("lb:*") if k.split(b":")[1].isdigit()]
+    board_keys = [k for k in r.scan_iter("lb:*") if keys.parse_board_key(k.decode())]
     assert len(board_keys) == len(ref.windows_with_values())
 
 

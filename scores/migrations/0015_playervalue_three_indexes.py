@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scores", "0013_board_format"),
+        ("scores", "0014_board_shards"),
     ]
 
     operations = [

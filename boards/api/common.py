@@ -1,0 +1,227 @@
+"""What the board reads share: the serializers that document their bodies (OpenAPI), query
+parsing, resolving a board and window, and the bodies' JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.request import Request
+
+from boards import selectors
+from leaderboard_project.errors import ErrorBodySerializer, NotFound
+from scores import windows
+from scores.selectors import BoardConfig, cached_board, cached_game
+
+TOP_CACHE_SECONDS = 1.0
+
+
+class EntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    player = serializers.CharField(source="external_id")
+    display_name = serializers.CharField()
+    score = serializers.IntegerField(source="value")
+    metadata = serializers.JSONField(allow_null=True)
+
+
+class TopQuerySerializer(serializers.Serializer):
+    window = serializers.CharField(default="all")
+    region = serializers.CharField(required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    offset = serializers.IntegerField(min_value=0, max_value=10_000, default=0)
+
+
+class TopOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    total = serializers.IntegerField()
+    entries = EntrySerializer(many=True)
+    degraded = serializers.BooleanField(required=False)
+
+
+class PlayerQuerySerializer(serializers.Serializer):
+    window = serializers.CharField(default="all")
+    region = serializers.CharField(required=False)
+    around = serializers.IntegerField(min_value=0, max_value=50, default=2)
+
+
+class PlayerOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    player = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    rank = serializers.IntegerField(allow_null=True)
+    score = serializers.IntegerField(allow_null=True)
+    total = serializers.IntegerField()
+    percentile = serializers.FloatField(allow_null=True)
+    metadata = serializers.JSONField(allow_null=True)
+    around = EntrySerializer(many=True)
+    rank_exact = serializers.BooleanField(
+        help_text="false: `rank` is estimated from the window's histogram (a sharded board, beyond its "
+        "exact_rank_limit); unsharded boards always answer true"
+    )
+    rank_error = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        help_text="only when rank_exact is false: |rank - true rank| <= rank_error",
+    )
+    degraded = serializers.BooleanField(required=False)
+
+
+class WindowQuerySerializer(serializers.Serializer):
+    window = serializers.CharField(default="all")
+    region = serializers.CharField(required=False)
+
+
+class FriendEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    board_rank = serializers.IntegerField()
+    player = serializers.CharField(source="entry.external_id")
+    display_name = serializers.CharField(source="entry.display_name")
+    score = serializers.IntegerField(source="entry.value")
+    metadata = serializers.JSONField(source="entry.metadata", allow_null=True)
+
+
+class FriendsOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    player = serializers.CharField()
+    entries = FriendEntrySerializer(many=True)
+    rank_exact = serializers.BooleanField(help_text="always true: friends' ranks are counted exactly")
+    degraded = serializers.BooleanField(required=False)
+
+
+# The hot reads build their bodies as plain dicts: the output serializers below document the
+# shape (OpenAPI) and cost more than the rest of a cached read to run. The contract tests pin
+# the bodies.
+
+
+def _entry(e: selectors.Entry) -> dict[str, Any]:
+    return {
+        "rank": e.rank,
+        "player": e.external_id,
+        "display_name": e.display_name,
+        "score": e.value,
+        "metadata": e.metadata,
+    }
+
+
+def _friend_entry(f: selectors.FriendEntry) -> dict[str, Any]:
+    e = f.entry
+    return {
+        "rank": f.rank,
+        "board_rank": f.board_rank,
+        "player": e.external_id,
+        "display_name": e.display_name,
+        "score": e.value,
+        "metadata": e.metadata,
+    }
+
+
+def _board(game: str, board: str) -> BoardConfig:
+    found = cached_board(game, board_slug=board)
+    if found is None:
+        if cached_game(game)[0] is None:
+            raise NotFound(f"unknown game {game!r}", code="unknown_game")
+        raise NotFound(f"unknown board {board!r}", code="unknown_board")
+    return found
+
+
+def _window(board: BoardConfig, spec: str, region: str | None = None) -> str:
+    """The explicit window a query means; with ?region=, the region's board of it."""
+    tz = board.reset_timezone
+    if region:
+        found = board.region(region)
+        if found is None:
+            raise NotFound(f"board {board.slug!r} has no region {region!r}", code="unknown_region")
+        tz = found.timezone
+    try:
+        window = windows.resolve(spec, timezone.now(), tz, board.windows, board.seasons)
+    except windows.UnknownWindow as exc:
+        raise NotFound(str(exc), code="unknown_window") from None
+    return windows.in_region(region, window) if region else window
+
+
+_INT_PARAMS = {"limit": (1, 100), "offset": (0, 10_000), "around": (0, 50)}
+# The serializers' defaults, for the parameters read directly (other serializers always validate)
+_DEFAULTS: dict[type[serializers.Serializer], dict[str, Any]] = {
+    TopQuerySerializer: {"window": "all", "limit": 10, "offset": 0},
+    PlayerQuerySerializer: {"window": "all", "around": 2},
+    WindowQuerySerializer: {"window": "all"},
+}
+
+
+def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    """The validated query. Plain parameters are read directly; anything unusual (a bad
+    number, an empty or repeated parameter) goes through the serializer, which words the 400."""
+    defaults = _DEFAULTS.get(serializer_class)
+    params = request._request.GET
+    out = dict(defaults or {})
+    fast = defaults is not None
+    for name, values in params.lists() if fast else ():
+        if name not in out and name != "region":
+            continue  # ignored, as the serializer ignores unknown parameters
+        if len(values) != 1 or not values[0] or values[0] != values[0].strip():
+            fast = False
+            break
+        value = values[0]
+        if name in _INT_PARAMS:
+            lo, hi = _INT_PARAMS[name]
+            if not value.isascii() or not value.isdigit() or not lo <= int(value) <= hi:
+                fast = False
+                break
+            out[name] = int(value)
+        else:
+            out[name] = value
+    if fast:
+        return out
+    query = serializer_class(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return query.validated_data
+
+
+class JsonOnly(BaseContentNegotiation):
+    """These endpoints speak JSON only: answer it whatever the Accept header says, without
+    DRF's parsing of that header on every read (a browser's Accept: text/html gets JSON too)."""
+
+    def select_parser(self, request: Request, parsers: list) -> object | None:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None) -> tuple:
+        return renderers[0], renderers[0].media_type
+
+
+REGION_PARAM = OpenApiParameter("region", str, description="a region's board (boards with regions = true)")
+WINDOW_PARAM = OpenApiParameter(
+    "window",
+    str,
+    description="all (default), daily, weekly, monthly, season, last7d, last30d, or explicit: daily:2026-11-29, weekly:2026-W48, monthly:2026-11, season:<slug>",
+)
+NOT_FOUND = OpenApiResponse(ErrorBodySerializer, description="unknown game, board, player or window")
+BAD_QUERY = OpenApiResponse(ErrorBodySerializer, description="a parameter out of its range, or a malformed player id")
+
+
+def _int_param(name: str, description: str) -> OpenApiParameter:
+    """An integer query parameter with the bounds _query() enforces (the schema states them)."""
+    lo, hi = _INT_PARAMS[name]
+    default = _DEFAULTS[TopQuerySerializer].get(name, _DEFAULTS[PlayerQuerySerializer].get(name))
+    schema = {"type": "integer", "minimum": lo, "maximum": hi, "default": default}
+    return OpenApiParameter(name, schema, description=f"{description} ({lo}-{hi}, default {default})")
+
+
+LIMIT_PARAM = _int_param("limit", "entries per page")
+OFFSET_PARAM = _int_param("offset", "entries skipped before the page")
+AROUND_PARAM = _int_param("around", "neighbours on each side")
+
+
+def _json(body: dict[str, Any]) -> bytes:
+    """The body as DRF's JSONRenderer writes it (compact, UTF-8, U+2028/9 escaped)."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()

@@ -1,0 +1,64 @@
+"""GET .../histogram: the score distribution of a board window."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from boards import histogram
+from boards.api.common import NOT_FOUND, REGION_PARAM, WINDOW_PARAM, WindowQuerySerializer, _board, _query, _window
+from leaderboard_project.errors import ErrorBodySerializer
+
+
+class HistogramBucketSerializer(serializers.Serializer):
+    min = serializers.IntegerField()
+    max = serializers.IntegerField()
+    count = serializers.IntegerField()
+
+
+class HistogramOutSerializer(serializers.Serializer):
+    game = serializers.CharField()
+    board = serializers.CharField()
+    window = serializers.CharField()
+    total = serializers.IntegerField()
+    refreshed_at = serializers.DateTimeField(allow_null=True)
+    buckets = HistogramBucketSerializer(many=True)
+    degraded = serializers.BooleanField(required=False)
+
+
+HISTOGRAM_MAX_AGE = 60
+
+
+class HistogramApi(APIView):
+    """Public. The score distribution, refreshed on a schedule (boards/histogram.py); a
+    window not refreshed yet is computed once on the first read."""
+
+    @extend_schema(
+        operation_id="boards_histogram",
+        parameters=[WINDOW_PARAM, REGION_PARAM],
+        responses={200: HistogramOutSerializer, 400: ErrorBodySerializer, 404: NOT_FOUND},
+        summary="How many players stand in each score bucket (lowest value first); may be minutes old",
+    )
+    def get(self, request: Request, game: str, board: str) -> Response:
+        cfg = _board(game, board)
+        q = _query(WindowQuerySerializer, request)
+        window = _window(cfg, q["window"], q.get("region"))
+        found = histogram.histogram_read(cfg, window)
+        body = HistogramOutSerializer(
+            {
+                "game": game,
+                "board": board,
+                "window": window,
+                "total": found.total,
+                "refreshed_at": found.refreshed_at,
+                "buckets": found.buckets,
+            }
+        ).data
+        if found.degraded:
+            body["degraded"] = True
+        response = Response(body)
+        response["Cache-Control"] = f"public, max-age={1 if found.degraded else HISTOGRAM_MAX_AGE}"
+        return response
