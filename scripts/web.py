@@ -2,14 +2,18 @@
 """The web tier, on one port: the only place that says which server processes serve HTTP and
 websockets. `make run` (scripts/run.py) and the benchmarks (bench/server.py) both start it.
 
-    python scripts/web.py [--port 8000] [--workers N] [--topology nginx|uvicorn]
+    python scripts/web.py [--port 8000] [--workers N] [--topology nginx|uvicorn] [--http granian|gunicorn]
 
 Topology "nginx" (the default when nginx is found):
 
     client -> nginx :PORT  --/ws/...-->  uvicorn, 1 worker (leaderboard_project.asgi: Channels)
-                           --the rest->  gunicorn, N sync workers (leaderboard_project.wsgi)
+                           --the rest->  gunicorn, N sync workers (leaderboard_project.wsgi),
+                                         or granian, N WSGI workers (--http granian)
 
-over unix sockets in a private temporary directory. Every server process writes its /metrics
+over unix sockets in a private temporary directory. WEB_HTTP chooses the HTTP server too. granian
+keeps nginx's upstream connections open and runs the WSGI app on one thread per worker, as a
+sync worker does; gunicorn's sync workers close the connection after every response, and that
+socket work was a third of a rank read's server CPU (docs/BENCHMARKS.md, "Serving stack"). Every server process writes its /metrics
 values into a fresh directory there (PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess
 mode), so a scrape answered by any worker sums them all. Django's ASGI handler costs ~4.5x a WSGI
 worker per plain request on this kind of machine (docs/BENCHMARKS.md, "What each change
@@ -45,6 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # The virtualenv's bin/ (as scripts/run.py: not resolved, a venv's python is a symlink).
 VENV_BIN = Path(sys.executable).parent
 TOPOLOGIES = ("nginx", "uvicorn")
+HTTP_SERVERS = ("gunicorn", "granian")  # behind nginx; the first is the default
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 NGINX_PACKAGE = "nginx-light"
 STOP_GRACE_SECONDS = 8.0
@@ -87,15 +92,23 @@ def max_body_bytes() -> int:
 TOO_LARGE_BODY = '{"error":{"code":"payload_too_large","message":"request body exceeds the limit of %d bytes"}}'
 
 
-def nginx_config(port: int, run_dir: Path, host: str = "127.0.0.1", max_body: int | None = None) -> str:
+def nginx_config(
+    port: int, run_dir: Path, host: str = "127.0.0.1", max_body: int | None = None, keepalive: bool = False
+) -> str:
     """nginx in the foreground, logs to stderr, temporary files in run_dir.
 
     Bodies above MAX_REQUEST_BODY_BYTES are refused by nginx itself, from Content-Length
     before reading a byte (or, chunked, as soon as the limit is passed): nothing larger is
     spooled to disk or reaches a worker, and the answer is always 413 with the contract body
-    (Django refusing it mid-upload made nginx answer 502 now and then)."""
+    (Django refusing it mid-upload made nginx answer 502 now and then).
+
+    With *keepalive* (an HTTP server that keeps connections: granian), nginx keeps up to 64 idle
+    upstream connections and reuses them, instead of a new one per request."""
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the sockets
     limit = max_body_bytes() if max_body is None else max_body
+    upstream_keepalive = " keepalive 64;" if keepalive else ""
+    # at the server level: a location with proxy_set_header of its own would not inherit Host & co
+    server_keepalive = '\n        proxy_http_version 1.1;\n        proxy_set_header Connection "";' if keepalive else ""
     return f"""# written by scripts/web.py
 daemon off;
 {user}worker_processes 1;
@@ -112,7 +125,7 @@ http {{
     client_max_body_size {limit};
     keepalive_requests 100000;
     server_tokens off;
-    upstream django_wsgi {{ server unix:{run_dir}/wsgi.sock; }}
+    upstream django_wsgi {{ server unix:{run_dir}/wsgi.sock;{upstream_keepalive} }}
     upstream django_asgi {{ server unix:{run_dir}/asgi.sock; }}
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     server {{
@@ -124,7 +137,7 @@ http {{
         }}
         proxy_set_header Host $http_host;
         proxy_set_header X-Forwarded-For $remote_addr;  # replaces whatever the client sent
-        proxy_set_header X-Forwarded-Proto $scheme;
+        proxy_set_header X-Forwarded-Proto $scheme;{server_keepalive}
         location /ws/ {{
             proxy_pass http://django_asgi;
             proxy_http_version 1.1;
@@ -140,8 +153,10 @@ http {{
 """
 
 
-def commands(topology: str, port: int, workers: int, run_dir: Path, nginx: str | None) -> list[tuple[str, list[str]]]:
-    """(name, argv) of each server process of a topology."""
+def commands(
+    topology: str, port: int, workers: int, run_dir: Path, nginx: str | None, http: str = HTTP_SERVERS[0]
+) -> list[tuple[str, list[str]]]:
+    """(name, argv) of each server process of a topology (*http*: the HTTP server behind nginx)."""
     bin_ = VENV_BIN
     if topology == "uvicorn":
         return [
@@ -153,14 +168,54 @@ def commands(topology: str, port: int, workers: int, run_dir: Path, nginx: str |
         ]  # fmt: skip
     assert nginx is not None
     conf = run_dir / "nginx.conf"
-    conf.write_text(nginx_config(port, run_dir))
-    return [
-        (
+    conf.write_text(nginx_config(port, run_dir, keepalive=http == "granian"))
+    if http == "granian":
+        # one blocking thread per worker: Django runs as in a sync worker (one request at a
+        # time, one database connection), while granian's runtime keeps the connections
+        wsgi = (
+            "granian",
+            [
+                str(bin_ / "granian"),
+                "--interface",
+                "wsgi",
+                "leaderboard_project.wsgi:application",
+                "--uds",
+                f"{run_dir}/wsgi.sock",
+                "--uds-permissions",
+                "0o600",
+                "--workers",
+                str(workers),
+                "--blocking-threads",
+                "1",
+                "--http",
+                "1",
+                "--no-ws",
+                "--log-level",
+                "warning",
+            ],
+        )
+    else:
+        wsgi = (
             "gunicorn",
-            [str(bin_ / "gunicorn"), "leaderboard_project.wsgi:application", "-k", "sync", "-w", str(workers),
-             "--bind", f"unix:{run_dir}/wsgi.sock", "--log-level", "warning", "--umask", "0o077",
-             "-c", "python:leaderboard_project.gunicorn_conf"],
-        ),
+            [
+                str(bin_ / "gunicorn"),
+                "leaderboard_project.wsgi:application",
+                "-k",
+                "sync",
+                "-w",
+                str(workers),
+                "--bind",
+                f"unix:{run_dir}/wsgi.sock",
+                "--log-level",
+                "warning",
+                "--umask",
+                "0o077",
+                "-c",
+                "python:leaderboard_project.gunicorn_conf",
+            ],
+        )
+    return [
+        wsgi,
         (
             "uvicorn",
             [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--uds", f"{run_dir}/asgi.sock",
@@ -205,8 +260,16 @@ def _wait_for_sockets(paths: list[Path], procs: list[subprocess.Popen[bytes]], t
         time.sleep(0.05)
 
 
-def serve(port: int, workers: int, topology: str | None = None) -> int:
+def choose_http(requested: str | None) -> str:
+    wanted = requested or os.environ.get("WEB_HTTP") or HTTP_SERVERS[0]
+    if wanted not in HTTP_SERVERS:
+        raise SystemExit(f"web: unknown HTTP server {wanted!r}; choose from {', '.join(HTTP_SERVERS)}")
+    return wanted
+
+
+def serve(port: int, workers: int, topology: str | None = None, http: str | None = None) -> int:
     chosen, nginx = choose_topology(topology)
+    http_server = choose_http(http)
     run_dir = Path(tempfile.mkdtemp(prefix=f"leaderboard-web-{port}-"))
     metrics_dir = run_dir / "metrics"
     metrics_dir.mkdir()
@@ -217,7 +280,7 @@ def serve(port: int, workers: int, topology: str | None = None) -> int:
     signal.signal(signal.SIGHUP, _stop)
     code = 0
     try:
-        for name, argv in commands(chosen, port, workers, run_dir, nginx):
+        for name, argv in commands(chosen, port, workers, run_dir, nginx, http_server):
             if name == "nginx":
                 _wait_for_sockets([run_dir / "wsgi.sock", run_dir / "asgi.sock"], [p for _, p in procs])
             procs.append((name, subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL)))
@@ -257,8 +320,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"HTTP worker processes (default WEB_WORKERS or {DEFAULT_WORKERS})",
     )
     parser.add_argument("--topology", choices=TOPOLOGIES, help="default WEB_TOPOLOGY, else nginx when available")
+    parser.add_argument(
+        "--http", choices=HTTP_SERVERS, help=f"HTTP server behind nginx (default WEB_HTTP, else {HTTP_SERVERS[0]})"
+    )
     args = parser.parse_args(argv)
-    return serve(args.port, args.workers, args.topology)
+    return serve(args.port, args.workers, args.topology, args.http)
 
 
 if __name__ == "__main__":
