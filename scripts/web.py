@@ -63,6 +63,11 @@ def ws_workers() -> int:
     return max(1, int(os.environ.get("WS_WORKERS") or 1))
 
 
+def wsgi_threads() -> int:
+    """Threads running Django in each granian worker (WEB_THREADS, default 1)."""
+    return max(1, int(os.environ.get("WEB_THREADS") or 1))
+
+
 def log(message: str) -> None:
     print(f"web: {message}", file=sys.stderr, flush=True)
 
@@ -170,8 +175,8 @@ def commands(
     conf = run_dir / "nginx.conf"
     conf.write_text(nginx_config(port, run_dir, keepalive=http == "granian"))
     if http == "granian":
-        # one blocking thread per worker: Django runs as in a sync worker (one request at a
-        # time, one database connection), while granian's runtime keeps the connections
+        # WEB_THREADS Django threads per worker (1: as a sync worker, one request at a time and
+        # one database connection), while granian's runtime keeps the connections
         wsgi = (
             "granian",
             [
@@ -186,7 +191,7 @@ def commands(
                 "--workers",
                 str(workers),
                 "--blocking-threads",
-                "1",
+                str(wsgi_threads()),
                 "--http",
                 "1",
                 "--no-ws",
