@@ -97,8 +97,21 @@ def max_body_bytes() -> int:
 TOO_LARGE_BODY = '{"error":{"code":"payload_too_large","message":"request body exceeds the limit of %d bytes"}}'
 
 
+def wsgi_sockets(run_dir: Path, http: str, workers: int) -> list[Path]:
+    """The unix sockets nginx proxies HTTP to: gunicorn's one (its workers share it), or one per
+    granian process."""
+    if http == "granian":
+        return [run_dir / f"wsgi-{i}.sock" for i in range(workers)]
+    return [run_dir / "wsgi.sock"]
+
+
 def nginx_config(
-    port: int, run_dir: Path, host: str = "127.0.0.1", max_body: int | None = None, keepalive: bool = False
+    port: int,
+    run_dir: Path,
+    host: str = "127.0.0.1",
+    max_body: int | None = None,
+    wsgi: list[Path] | None = None,
+    keepalive: bool = False,
 ) -> str:
     """nginx in the foreground, logs to stderr, temporary files in run_dir.
 
@@ -107,11 +120,17 @@ def nginx_config(
     spooled to disk or reaches a worker, and the answer is always 413 with the contract body
     (Django refusing it mid-upload made nginx answer 502 now and then).
 
-    With *keepalive* (an HTTP server that keeps connections: granian), nginx keeps up to 64 idle
-    upstream connections and reuses them, instead of a new one per request."""
+    *wsgi*: the HTTP servers' sockets (default run_dir/wsgi.sock); several are balanced by
+    least_conn, each request to the one with the fewest in flight. With *keepalive* (servers
+    that keep connections: granian), nginx keeps up to 64 idle upstream connections and reuses
+    them, instead of a new one per request."""
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the sockets
     limit = max_body_bytes() if max_body is None else max_body
-    upstream_keepalive = " keepalive 64;" if keepalive else ""
+    sockets = wsgi or [run_dir / "wsgi.sock"]
+    upstream = " ".join(
+        [*(["least_conn;"] if len(sockets) > 1 else []), *(f"server unix:{p};" for p in sockets)]
+        + (["keepalive 64;"] if keepalive else [])
+    )
     # at the server level: a location with proxy_set_header of its own would not inherit Host & co
     server_keepalive = '\n        proxy_http_version 1.1;\n        proxy_set_header Connection "";' if keepalive else ""
     return f"""# written by scripts/web.py
@@ -130,7 +149,7 @@ http {{
     client_max_body_size {limit};
     keepalive_requests 100000;
     server_tokens off;
-    upstream django_wsgi {{ server unix:{run_dir}/wsgi.sock;{upstream_keepalive} }}
+    upstream django_wsgi {{ {upstream} }}
     upstream django_asgi {{ server unix:{run_dir}/asgi.sock; }}
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     server {{
@@ -173,54 +192,47 @@ def commands(
         ]  # fmt: skip
     assert nginx is not None
     conf = run_dir / "nginx.conf"
-    conf.write_text(nginx_config(port, run_dir, keepalive=http == "granian"))
+    sockets = wsgi_sockets(run_dir, http, workers)
+    conf.write_text(nginx_config(port, run_dir, wsgi=sockets, keepalive=http == "granian"))
     if http == "granian":
-        # WEB_THREADS Django threads per worker (1: as a sync worker, one request at a time and
-        # one database connection), while granian's runtime keeps the connections
-        wsgi = (
-            "granian",
-            [
-                str(bin_ / "granian"),
-                "--interface",
-                "wsgi",
-                "leaderboard_project.wsgi:application",
-                "--uds",
-                f"{run_dir}/wsgi.sock",
-                "--uds-permissions",
-                "0o600",
-                "--workers",
-                str(workers),
-                "--blocking-threads",
-                str(wsgi_threads()),
-                "--http",
-                "1",
-                "--no-ws",
-                "--log-level",
-                "warning",
-            ],
-        )
+        # One single-worker granian per socket, balanced by nginx: granian's own workers share
+        # one socket and its runtime accepts connections whether Python is busy or not, so kept
+        # connections pinned unevenly (one worker of three nearly idle under load, p99 x2).
+        # WEB_THREADS Django threads each (1: as a sync worker, one request at a time and one
+        # database connection), while granian's runtime keeps the connections.
+        wsgi = [
+            (
+                f"granian-{i}",
+                [str(bin_ / "granian"), "--interface", "wsgi", "leaderboard_project.wsgi:application",
+                 "--uds", str(sock), "--uds-permissions", "0o600", "--workers", "1",
+                 "--blocking-threads", str(wsgi_threads()), "--http", "1", "--no-ws", "--log-level", "warning"],
+            )
+            for i, sock in enumerate(sockets)
+        ]  # fmt: skip
     else:
-        wsgi = (
-            "gunicorn",
-            [
-                str(bin_ / "gunicorn"),
-                "leaderboard_project.wsgi:application",
-                "-k",
-                "sync",
-                "-w",
-                str(workers),
-                "--bind",
-                f"unix:{run_dir}/wsgi.sock",
-                "--log-level",
-                "warning",
-                "--umask",
-                "0o077",
-                "-c",
-                "python:leaderboard_project.gunicorn_conf",
-            ],
-        )
+        wsgi = [
+            (
+                "gunicorn",
+                [
+                    str(bin_ / "gunicorn"),
+                    "leaderboard_project.wsgi:application",
+                    "-k",
+                    "sync",
+                    "-w",
+                    str(workers),
+                    "--bind",
+                    f"unix:{run_dir}/wsgi.sock",
+                    "--log-level",
+                    "warning",
+                    "--umask",
+                    "0o077",
+                    "-c",
+                    "python:leaderboard_project.gunicorn_conf",
+                ],
+            )
+        ]
     return [
-        wsgi,
+        *wsgi,
         (
             "uvicorn",
             [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--uds", f"{run_dir}/asgi.sock",
@@ -287,7 +299,8 @@ def serve(port: int, workers: int, topology: str | None = None, http: str | None
     try:
         for name, argv in commands(chosen, port, workers, run_dir, nginx, http_server):
             if name == "nginx":
-                _wait_for_sockets([run_dir / "wsgi.sock", run_dir / "asgi.sock"], [p for _, p in procs])
+                sockets = [*wsgi_sockets(run_dir, http_server, workers), run_dir / "asgi.sock"]
+                _wait_for_sockets(sockets, [p for _, p in procs])
             procs.append((name, subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL)))
         log(f"{chosen} topology on 127.0.0.1:{port}: " + ", ".join(name for name, _ in procs))
         while True:

@@ -122,8 +122,10 @@ def test_ws_workers_sets_how_many_uvicorn_processes_serve_websockets(monkeypatch
 def test_web_http_chooses_the_http_server_and_granian_keeps_upstream_connections(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("WEB_HTTP", "granian")
     names = [name for name, _ in web.commands("nginx", 8000, 3, tmp_path, "/usr/sbin/nginx", web.choose_http(None))]
-    assert names == ["granian", "uvicorn", "nginx"]
-    assert "keepalive 64;" in (tmp_path / "nginx.conf").read_text()
+    # one single-worker granian per socket, nginx balancing requests to the least busy one
+    assert names == ["granian-0", "granian-1", "granian-2", "uvicorn", "nginx"]
+    upstream = (tmp_path / "nginx.conf").read_text().split("upstream django_wsgi")[1].split("}")[0]
+    assert "least_conn;" in upstream and "keepalive 64;" in upstream and upstream.count("server unix:") == 3
     monkeypatch.setenv("WEB_HTTP", "gunicorn")
     names = [name for name, _ in web.commands("nginx", 8000, 3, tmp_path, "/usr/sbin/nginx", web.choose_http(None))]
     assert names == ["gunicorn", "uvicorn", "nginx"]
