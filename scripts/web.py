@@ -7,14 +7,14 @@ websockets. `make run` (scripts/run.py) and the benchmarks (bench/server.py) bot
 Topology "nginx" (the default when nginx is found):
 
     client -> nginx :PORT  --/ws/...-->  uvicorn, 1 worker (leaderboard_project.asgi: Channels)
-                           --the rest->  gunicorn, N sync workers (leaderboard_project.wsgi),
-                                         or granian, N WSGI workers (--http granian)
+                           --the rest->  N granian processes, WSGI (leaderboard_project.wsgi),
+                                         least_conn; or gunicorn, N sync workers (--http gunicorn)
 
 over unix sockets in a private temporary directory. WEB_HTTP chooses the HTTP server too. granian
-keeps nginx's upstream connections open and runs the WSGI app on one thread per worker, as a
-sync worker does; gunicorn's sync workers close the connection after every response, and that
-socket work was a third of a rank read's server CPU (docs/BENCHMARKS.md, "Serving stack"). Every server process writes its /metrics
-values into a fresh directory there (PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess
+keeps nginx's upstream connections open and runs the WSGI app on one thread per process, as a
+sync worker does; gunicorn's sync workers close the connection after every response, and a bare
+request cost twice the server CPU there (docs/BENCHMARKS.md, "Serving stack"). Every server
+process writes its /metrics values into a fresh directory there (PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess
 mode), so a scrape answered by any worker sums them all. Django's ASGI handler costs ~4.5x a WSGI
 worker per plain request on this kind of machine (docs/BENCHMARKS.md, "What each change
 bought"); websockets need ASGI, the HTTP API does not. nginx buffers slow clients, so sync
@@ -49,7 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # The virtualenv's bin/ (as scripts/run.py: not resolved, a venv's python is a symlink).
 VENV_BIN = Path(sys.executable).parent
 TOPOLOGIES = ("nginx", "uvicorn")
-HTTP_SERVERS = ("gunicorn", "granian")  # behind nginx; the first is the default
+HTTP_SERVERS = ("granian", "gunicorn")  # behind nginx; the first is the default
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 NGINX_PACKAGE = "nginx-light"
 STOP_GRACE_SECONDS = 8.0

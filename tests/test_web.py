@@ -119,8 +119,8 @@ def test_ws_workers_sets_how_many_uvicorn_processes_serve_websockets(monkeypatch
     assert uvicorn_workers() == "4"
 
 
-def test_web_http_chooses_the_http_server_and_granian_keeps_upstream_connections(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("WEB_HTTP", "granian")
+def test_granian_is_the_default_http_server_and_keeps_upstream_connections(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("WEB_HTTP", raising=False)
     names = [name for name, _ in web.commands("nginx", 8000, 3, tmp_path, "/usr/sbin/nginx", web.choose_http(None))]
     # one single-worker granian per socket, nginx balancing requests to the least busy one
     assert names == ["granian-0", "granian-1", "granian-2", "uvicorn", "nginx"]
