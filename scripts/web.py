@@ -38,6 +38,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -128,10 +129,12 @@ def nginx_config(
     limit = max_body_bytes() if max_body is None else max_body
     sockets = wsgi or [run_dir / "wsgi.sock"]
     upstream = " ".join(
-        [*(["least_conn;"] if len(sockets) > 1 else []), *(f"server unix:{p};" for p in sockets)]
+        [*(["least_conn;"] if len(sockets) > 1 else []), *(f"server unix:{p} max_fails=0;" for p in sockets)]
         + (["keepalive 64;"] if keepalive else [])
     )
-    # at the server level: a location with proxy_set_header of its own would not inherit Host & co
+    # max_fails=0: nginx never takes a server out for fail_timeout (10 s of "no live upstreams"
+    # after one refused connect); a failed connect still moves the request to the next one.
+    # At the server level: a location with proxy_set_header of its own would not inherit Host & co
     server_keepalive = '\n        proxy_http_version 1.1;\n        proxy_set_header Connection "";' if keepalive else ""
     return f"""# written by scripts/web.py
 daemon off;
@@ -268,10 +271,21 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
     raise Stop(signal.Signals(signum).name)
 
 
+def _listening(path: Path) -> bool:
+    """The socket accepts connections (granian creates its file before it listens)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 def _wait_for_sockets(paths: list[Path], procs: list[subprocess.Popen[bytes]], timeout: float = 60.0) -> None:
-    """nginx starts once its upstreams listen, so the port never answers 502 at start-up."""
+    """nginx starts once its upstreams listen, so the port never answers 502 at start-up (and,
+    with several upstreams, nginx never takes one for failed)."""
     deadline = time.monotonic() + timeout
-    while not all(p.exists() for p in paths):
+    while not all(_listening(p) for p in paths):
         if any(proc.poll() is not None for proc in procs) or time.monotonic() > deadline:
             return  # the supervision loop reports the failure
         time.sleep(0.05)

@@ -4,8 +4,8 @@ The close job runs every minute (Celery beat) and by hand (`close_windows [--now
 every board window that ended more than the game's grace period ago and is not frozen yet,
 it stops the window taking results (its cutoff), then copies the window's values into a new
 standings version with one INSERT ... SELECT (ROW_NUMBER over the section 6 order, scores'
-SQL) into the version's own partition, never a Python loop over players. Running it twice freezes once. Season windows wait while a held match
-could change their top 1000."""
+SQL) into the version's own partition, never a Python loop over players. Running it twice
+freezes once. Season windows wait while a held match could change their top 1000."""
 
 from __future__ import annotations
 
