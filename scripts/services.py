@@ -513,17 +513,6 @@ def _conf_quote(value: Path) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-# sun_path holds 108 bytes with its NUL: a deeper checkout keeps TCP alone
-UNIX_SOCKET_MAX = 107
-
-
-def _local_redis_url(port: int) -> str:
-    """The unix socket when the running server has one (no TCP stack per command: cheaper
-    round trips, docs/BENCHMARKS.md), else its TCP port."""
-    sock = _redis_paths()[0] / "redis.sock"
-    return f"unix://{sock}?db=0" if sock.is_socket() else f"redis://127.0.0.1:{port}/0"
-
-
 def _local_redis() -> str:
     binary = redis_server_binary()
     if binary is None:
@@ -531,16 +520,14 @@ def _local_redis() -> str:
     port = _running_local_redis()
     if port is not None:
         log(f"redis: reusing project-local Redis on 127.0.0.1:{port}")
-        return _local_redis_url(port)
+        return f"redis://127.0.0.1:{port}/0"
 
     rdir, conf, pidfile, logfile = _redis_paths()
     rdir.mkdir(parents=True, exist_ok=True)
     port = _free_port(LOCAL_REDIS_PORT)
-    sock = rdir / "redis.sock"
-    unix = f"unixsocket {_conf_quote(sock)}\nunixsocketperm 700\n" if len(str(sock)) <= UNIX_SOCKET_MAX else ""
     conf.write_text(
         "# project-local development Redis (scripts/services.py); rewritten at each start\n"
-        f"bind 127.0.0.1\nport {port}\n{unix}protected-mode yes\n"
+        f"bind 127.0.0.1\nport {port}\nprotected-mode yes\n"
         'save ""\nappendonly no\n'  # nothing on disk: it is a cache and a broker here
         f"daemonize yes\npidfile {_conf_quote(pidfile)}\nlogfile {_conf_quote(logfile)}\ndir {_conf_quote(rdir)}\n"
     )
@@ -553,7 +540,7 @@ def _local_redis() -> str:
             raise ServiceError(f"project-local Redis did not answer PING: {state}\n--- {logfile}:\n{_tail(logfile)}")
         time.sleep(0.1)
     _started.append(LocalServer("redis", _stop_local_redis))
-    return _local_redis_url(port)
+    return f"redis://127.0.0.1:{port}/0"
 
 
 # --------------------------------------------------------------------------- resolution

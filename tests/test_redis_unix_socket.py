@@ -1,6 +1,6 @@
-"""Redis over a unix socket: the project-local Redis of scripts/services.py listens on one and
-hands out a unix:// REDIS_URL, and the breaker (boards/breaker.py) guards those connections as it
-guards TCP ones. Real redis-server processes of the test's own."""
+"""Redis over a unix socket (REDIS_URL unix:///path/redis.sock?db=N): the breaker
+(boards/breaker.py) guards those connections as it guards TCP ones. A real redis-server of the
+test's own."""
 
 from __future__ import annotations
 
@@ -31,23 +31,10 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def test_project_local_redis_serves_a_unix_socket_and_exports_it(monkeypatch, short_dir: Path) -> None:
-    monkeypatch.setattr(services, "LOCAL_DIR", short_dir)
-    monkeypatch.setattr(services, "LOCAL_REDIS_PORT", 56900 + os.getpid() % 90)
-    monkeypatch.setattr(services, "_started", [])
-    try:
-        url = services._local_redis()
-        assert url == f"unix://{short_dir}/redis/redis.sock?db=0"
-        test_url = services.with_redis_db(url, services.TEST_REDIS_DB)
-        assert test_url == f"unix://{short_dir}/redis/redis.sock?db=15"
-        client = Redis.from_url(test_url)
-        client.set("unix-check", "1")
-        assert client.get("unix-check") == b"1" and Redis.from_url(url).get("unix-check") is None  # db 15, not 0
-        assert services._local_redis() == url  # a second invocation reuses the running server, same URL
-        assert guarded_connection_class(url) is GuardedUnixConnection
-    finally:
-        services.stop_started()
-    assert not (short_dir / "redis" / "redis.pid").exists()
+def test_a_unix_redis_url_keeps_its_form_for_the_test_database() -> None:
+    url = "unix:///run/redis/redis.sock?db=0"
+    assert services.with_redis_db(url, services.TEST_REDIS_DB) == "unix:///run/redis/redis.sock?db=15"
+    assert guarded_connection_class(url) is GuardedUnixConnection
 
 
 @pytest.fixture
