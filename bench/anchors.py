@@ -67,12 +67,16 @@ def redis_benchmark(
     if binary is None:
         raise BenchError("redis-benchmark not found: apt-get install redis-tools")
     url = urlsplit(redis_url)
-    cmd = [binary, "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 6379)]
+    if url.scheme == "unix":  # unix:///path/redis.sock?db=N
+        cmd = [binary, "-s", url.path]
+        db = int(dict(p.split("=", 1) for p in url.query.split("&") if "=" in p).get("db", 0))
+    else:
+        cmd = [binary, "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 6379)]
+        db = int((url.path or "/0").lstrip("/") or 0)
     if url.password:
         cmd += ["-a", unquote(url.password), "--no-auth-warning"]
         if url.username:
             cmd += ["--user", unquote(url.username)]
-    db = int((url.path or "/0").lstrip("/") or 0)
     cmd += ["--dbnum", str(db), "-c", str(clients), "-n", str(requests), "-r", str(keyspace), "--csv", *command]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:

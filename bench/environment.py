@@ -69,7 +69,8 @@ class BenchEnv:
             **ensure_secrets(),
             "DATABASE_URL": self.database_url,
             "REDIS_URL": self.redis_url,
-            "CELERY_BROKER_URL": self.redis_url,
+            # settings name a unix socket the way kombu spells it
+            **({} if self.redis_url.startswith("unix:") else {"CELERY_BROKER_URL": self.redis_url}),
             "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
             "DEBUG": "0",
             "PYTHONUNBUFFERED": "1",

@@ -1,8 +1,8 @@
 """The server under test, run as a subprocess exactly as production would run it.
 
 `web` is what `make run` starts: scripts/web.py, the one place defining the web tier (nginx on
-the port, HTTP to gunicorn sync workers, /ws/ to uvicorn; uvicorn alone where nginx is
-missing). `uvicorn` (Django's ASGI handler for everything) and `gunicorn` (sync workers, no
+the port, HTTP to granian's WSGI workers, /ws/ to uvicorn; uvicorn alone where nginx is
+missing); `web-granian` and `web-gunicorn` name its HTTP server behind nginx. `uvicorn` (Django's ASGI handler for everything) and `gunicorn` (sync workers, no
 proxy) are single servers, measured for comparison. Each runs in its own process group, so
 stopping it also stops the processes it started."""
 
@@ -51,12 +51,19 @@ def _gunicorn(port: int, workers: int) -> list[str]:
     ]  # fmt: skip
 
 
-def _web(port: int, workers: int) -> list[str]:
+def _web(port: int, workers: int, *extra: str) -> list[str]:
     """scripts/web.py of the measured tree (the ServerProcess runs in code_dir)."""
-    return [str(VENV_BIN / "python"), "-u", "scripts/web.py", "--port", str(port), "--workers", str(workers)]
+    return [str(VENV_BIN / "python"), "-u", "scripts/web.py", "--port", str(port), "--workers", str(workers), *extra]
 
 
-SERVERS: dict[str, Callable[[int, int], list[str]]] = {"web": _web, "uvicorn": _uvicorn, "gunicorn": _gunicorn}
+SERVERS: dict[str, Callable[[int, int], list[str]]] = {
+    "web": _web,
+    # the web tier with each HTTP server behind nginx, to compare them in one run
+    "web-granian": lambda port, workers: _web(port, workers, "--http", "granian"),
+    "web-gunicorn": lambda port, workers: _web(port, workers, "--http", "gunicorn"),
+    "uvicorn": _uvicorn,
+    "gunicorn": _gunicorn,
+}
 DEFAULT_SERVER = "web"  # what `make run` starts
 
 

@@ -11,7 +11,8 @@ never pay for the probe. Each change of state is one log line (WARNING down, INF
 traceback per request.
 
 It is a connection class (redis-py's `connection_class`), set for the cache and the ranking
-engine's pool in settings.CACHES, so every user of get_redis() or django's cache has it.
+engine's pool in settings.CACHES, so every user of get_redis() or django's cache has it:
+GuardedConnection for TCP, GuardedUnixConnection for a unix:// REDIS_URL (guarded_connection_class).
 Standard library and redis-py only: settings import it."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from redis.connection import Connection
+from redis.connection import Connection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -89,21 +90,27 @@ _breakers: dict[str, Breaker] = {}
 _registry_lock = threading.Lock()
 
 
-def breaker_for(conn: Connection) -> Breaker:
-    name = f"{getattr(conn, 'host', '?')}:{getattr(conn, 'port', '?')}/{getattr(conn, 'db', 0)}"
+def breaker_for(conn: Connection | UnixDomainSocketConnection) -> Breaker:
+    unix = isinstance(conn, UnixDomainSocketConnection)
+    where = conn.path if unix else f"{getattr(conn, 'host', '?')}:{getattr(conn, 'port', '?')}"
+    name = f"{where}/{getattr(conn, 'db', 0)}"
     found = _breakers.get(name)
     if found is None:
         with _registry_lock:
             found = _breakers.get(name)
             if found is None:
-                probe = Connection(
-                    host=conn.host,
-                    port=conn.port,
-                    db=conn.db,
-                    username=conn.username,
-                    password=conn.password,
-                    socket_timeout=conn.socket_timeout,
-                    socket_connect_timeout=conn.socket_connect_timeout,
+                common = {
+                    "db": conn.db,
+                    "username": conn.username,
+                    "password": conn.password,
+                    "socket_timeout": conn.socket_timeout,
+                }
+                probe = (
+                    UnixDomainSocketConnection(path=conn.path, **common)
+                    if unix
+                    else Connection(
+                        host=conn.host, port=conn.port, socket_connect_timeout=conn.socket_connect_timeout, **common
+                    )
                 )
                 found = _breakers[name] = Breaker(name, probe)
     return found
@@ -115,8 +122,9 @@ def breakers_reset() -> None:
         _breakers.clear()
 
 
-class GuardedConnection(Connection):
-    """redis-py's TCP connection, failing at once while its server's breaker is open."""
+class _Guarded:
+    """Fails at once while the connection's server's breaker is open (mixed into redis-py's
+    TCP and unix-socket connections below)."""
 
     def _guard(self) -> Breaker:
         breaker = breaker_for(self)
@@ -150,3 +158,17 @@ class GuardedConnection(Connection):
             if not isinstance(exc, RedisUnavailable):
                 breaker_for(self).trip(exc)
             raise
+
+
+class GuardedConnection(_Guarded, Connection):
+    """redis-py's TCP connection, failing at once while its server's breaker is open."""
+
+
+class GuardedUnixConnection(_Guarded, UnixDomainSocketConnection):
+    """The same over a unix socket (REDIS_URL unix:///path/redis.sock?db=N)."""
+
+
+def guarded_connection_class(url: str) -> type[Connection] | type[UnixDomainSocketConnection]:
+    """The guarded connection class for a Redis URL: an explicit connection_class overrides the
+    one redis-py derives from the URL's scheme, so it must match it."""
+    return GuardedUnixConnection if url.startswith("unix:") else GuardedConnection

@@ -7,10 +7,11 @@ what a developer's machine (and `make run` / `make test`) uses.
 import os
 import warnings
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
-from boards.breaker import GuardedConnection
+from boards.breaker import guarded_connection_class
 from leaderboard_project.database import pool_reconnect_steadily
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -144,6 +145,13 @@ DATABASES["default"]["OPTIONS"] = {
 pool_reconnect_steadily()
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+_redis_parts = urlsplit(REDIS_URL)
+# unix:///path/redis.sock?db=N (scripts/services.py's own Redis) or redis://host:port/N
+REDIS_DB = (
+    dict(p.split("=", 1) for p in _redis_parts.query.split("&") if "=" in p).get("db", "0")
+    if _redis_parts.scheme == "unix"
+    else _redis_parts.path.lstrip("/") or "0"
+)
 # Short timeouts: with Redis down, a submission must still answer quickly (Postgres holds it).
 REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.5"))
 
@@ -164,7 +172,7 @@ CACHES = {
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             # after the first timeout or refusal, fail at once until Redis answers again
             # (boards/breaker.py): a hung Redis costs one timeout, not one per command
-            "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection},
+            "CONNECTION_POOL_KWARGS": {"connection_class": guarded_connection_class(REDIS_URL)},
             # The cache is an optimisation: a Redis outage must not turn reads into 5xx.
             "IGNORE_EXCEPTIONS": True,
             # redis-py's pool, counting failed connects, sends and reads for /metrics
@@ -185,7 +193,7 @@ CHANNEL_LAYERS = {
         "BACKEND": os.environ.get("CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.RedisPubSubChannelLayer"),
         "CONFIG": {
             "hosts": [os.environ.get("CHANNEL_REDIS_URL", REDIS_URL)],
-            "prefix": os.environ.get("CHANNEL_LAYER_PREFIX", f"channels.db{REDIS_URL.rsplit('/', 1)[-1] or 0}."),
+            "prefix": os.environ.get("CHANNEL_LAYER_PREFIX", f"channels.db{REDIS_DB}."),
         },
     }
 }
@@ -274,7 +282,10 @@ MAX_ENDED_AT_FUTURE_SECONDS = 60
 # when the request returns), and a way to run without the extra process on a tiny install.
 PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
 
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
+# kombu names a unix socket redis+socket:///path?virtual_host=N
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (
+    f"redis+socket://{_redis_parts.path}?virtual_host={REDIS_DB}" if _redis_parts.scheme == "unix" else REDIS_URL
+)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"

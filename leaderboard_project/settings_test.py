@@ -28,6 +28,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed on
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": f"test.channels.db{REDIS_URL.rsplit('/', 1)[-1]}."},  # noqa: F405
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": f"test.channels.db{REDIS_DB}."},  # noqa: F405
     }
 }

@@ -247,7 +247,7 @@ def _step(out: Output, env: dict[str, str], what: str, cmd: list[str]) -> None:
 def run(port: int, demo: bool, parent: ParentWatch) -> int:
     names = ["run", "web", "projector", "worker", "beat", *(["demo"] if demo else [])]
     out = Output(names)
-    for tool in ("uvicorn", "gunicorn", "celery"):
+    for tool in ("uvicorn", "gunicorn", "granian", "celery"):
         if not (VENV_BIN / tool).exists():
             raise services.ServiceError(f"{VENV_BIN / tool} not found: start this with `make run`")
     if not services.port_free(port):

@@ -99,7 +99,8 @@ def with_redis_db(url: str, db: int) -> str:
     parts = urlsplit(url)
     if parts.scheme == "unix":  # unix:///path/redis.sock?db=N
         query = "&".join(p for p in parts.query.split("&") if p and not p.startswith("db="))
-        return urlunsplit(parts._replace(query=f"{query}&db={db}" if query else f"db={db}"))
+        # by hand: urlunsplit would drop the empty authority ("unix:/path")
+        return f"unix://{parts.path}?" + (f"{query}&db={db}" if query else f"db={db}")
     return urlunsplit(parts._replace(path=f"/{db}"))
 
 

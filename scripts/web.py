@@ -2,15 +2,19 @@
 """The web tier, on one port: the only place that says which server processes serve HTTP and
 websockets. `make run` (scripts/run.py) and the benchmarks (bench/server.py) both start it.
 
-    python scripts/web.py [--port 8000] [--workers N] [--topology nginx|uvicorn]
+    python scripts/web.py [--port 8000] [--workers N] [--topology nginx|uvicorn] [--http granian|gunicorn]
 
 Topology "nginx" (the default when nginx is found):
 
     client -> nginx :PORT  --/ws/...-->  uvicorn, 1 worker (leaderboard_project.asgi: Channels)
-                           --the rest->  gunicorn, N sync workers (leaderboard_project.wsgi)
+                           --the rest->  N granian processes, WSGI (leaderboard_project.wsgi),
+                                         least_conn; or gunicorn, N sync workers (--http gunicorn)
 
-over unix sockets in a private temporary directory. Every server process writes its /metrics
-values into a fresh directory there (PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess
+over unix sockets in a private temporary directory. WEB_HTTP chooses the HTTP server too. granian
+keeps nginx's upstream connections open and runs the WSGI app on one thread per process, as a
+sync worker does; gunicorn's sync workers close the connection after every response, and a bare
+request cost twice the server CPU there (docs/BENCHMARKS.md, "Serving stack"). Every server
+process writes its /metrics values into a fresh directory there (PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess
 mode), so a scrape answered by any worker sums them all. Django's ASGI handler costs ~4.5x a WSGI
 worker per plain request on this kind of machine (docs/BENCHMARKS.md, "What each change
 bought"); websockets need ASGI, the HTTP API does not. nginx buffers slow clients, so sync
@@ -34,6 +38,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -45,6 +50,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # The virtualenv's bin/ (as scripts/run.py: not resolved, a venv's python is a symlink).
 VENV_BIN = Path(sys.executable).parent
 TOPOLOGIES = ("nginx", "uvicorn")
+HTTP_SERVERS = ("granian", "gunicorn")  # behind nginx; the first is the default
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 NGINX_PACKAGE = "nginx-light"
 STOP_GRACE_SECONDS = 8.0
@@ -56,6 +62,11 @@ def ws_workers() -> int:
     2,000 live sockets on this machine kind (docs/live.md); groups are shared through the channel
     layer, so more processes add up."""
     return max(1, int(os.environ.get("WS_WORKERS") or 1))
+
+
+def wsgi_threads() -> int:
+    """Threads running Django in each granian worker (WEB_THREADS, default 1)."""
+    return max(1, int(os.environ.get("WEB_THREADS") or 1))
 
 
 def log(message: str) -> None:
@@ -87,15 +98,44 @@ def max_body_bytes() -> int:
 TOO_LARGE_BODY = '{"error":{"code":"payload_too_large","message":"request body exceeds the limit of %d bytes"}}'
 
 
-def nginx_config(port: int, run_dir: Path, host: str = "127.0.0.1", max_body: int | None = None) -> str:
+def wsgi_sockets(run_dir: Path, http: str, workers: int) -> list[Path]:
+    """The unix sockets nginx proxies HTTP to: gunicorn's one (its workers share it), or one per
+    granian process."""
+    if http == "granian":
+        return [run_dir / f"wsgi-{i}.sock" for i in range(workers)]
+    return [run_dir / "wsgi.sock"]
+
+
+def nginx_config(
+    port: int,
+    run_dir: Path,
+    host: str = "127.0.0.1",
+    max_body: int | None = None,
+    wsgi: list[Path] | None = None,
+    keepalive: bool = False,
+) -> str:
     """nginx in the foreground, logs to stderr, temporary files in run_dir.
 
     Bodies above MAX_REQUEST_BODY_BYTES are refused by nginx itself, from Content-Length
     before reading a byte (or, chunked, as soon as the limit is passed): nothing larger is
     spooled to disk or reaches a worker, and the answer is always 413 with the contract body
-    (Django refusing it mid-upload made nginx answer 502 now and then)."""
+    (Django refusing it mid-upload made nginx answer 502 now and then).
+
+    *wsgi*: the HTTP servers' sockets (default run_dir/wsgi.sock); several are balanced by
+    least_conn, each request to the one with the fewest in flight. With *keepalive* (servers
+    that keep connections: granian), nginx keeps up to 64 idle upstream connections and reuses
+    them, instead of a new one per request."""
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the sockets
     limit = max_body_bytes() if max_body is None else max_body
+    sockets = wsgi or [run_dir / "wsgi.sock"]
+    upstream = " ".join(
+        [*(["least_conn;"] if len(sockets) > 1 else []), *(f"server unix:{p} max_fails=0;" for p in sockets)]
+        + (["keepalive 64;"] if keepalive else [])
+    )
+    # max_fails=0: nginx never takes a server out for fail_timeout (10 s of "no live upstreams"
+    # after one refused connect); a failed connect still moves the request to the next one.
+    # At the server level: a location with proxy_set_header of its own would not inherit Host & co
+    server_keepalive = '\n        proxy_http_version 1.1;\n        proxy_set_header Connection "";' if keepalive else ""
     return f"""# written by scripts/web.py
 daemon off;
 {user}worker_processes 1;
@@ -112,7 +152,7 @@ http {{
     client_max_body_size {limit};
     keepalive_requests 100000;
     server_tokens off;
-    upstream django_wsgi {{ server unix:{run_dir}/wsgi.sock; }}
+    upstream django_wsgi {{ {upstream} }}
     upstream django_asgi {{ server unix:{run_dir}/asgi.sock; }}
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     server {{
@@ -124,7 +164,7 @@ http {{
         }}
         proxy_set_header Host $http_host;
         proxy_set_header X-Forwarded-For $remote_addr;  # replaces whatever the client sent
-        proxy_set_header X-Forwarded-Proto $scheme;
+        proxy_set_header X-Forwarded-Proto $scheme;{server_keepalive}
         location /ws/ {{
             proxy_pass http://django_asgi;
             proxy_http_version 1.1;
@@ -140,8 +180,10 @@ http {{
 """
 
 
-def commands(topology: str, port: int, workers: int, run_dir: Path, nginx: str | None) -> list[tuple[str, list[str]]]:
-    """(name, argv) of each server process of a topology."""
+def commands(
+    topology: str, port: int, workers: int, run_dir: Path, nginx: str | None, http: str = HTTP_SERVERS[0]
+) -> list[tuple[str, list[str]]]:
+    """(name, argv) of each server process of a topology (*http*: the HTTP server behind nginx)."""
     bin_ = VENV_BIN
     if topology == "uvicorn":
         return [
@@ -153,14 +195,47 @@ def commands(topology: str, port: int, workers: int, run_dir: Path, nginx: str |
         ]  # fmt: skip
     assert nginx is not None
     conf = run_dir / "nginx.conf"
-    conf.write_text(nginx_config(port, run_dir))
+    sockets = wsgi_sockets(run_dir, http, workers)
+    conf.write_text(nginx_config(port, run_dir, wsgi=sockets, keepalive=http == "granian"))
+    if http == "granian":
+        # One single-worker granian per socket, balanced by nginx: granian's own workers share
+        # one socket and its runtime accepts connections whether Python is busy or not, so kept
+        # connections pinned unevenly (one worker of three nearly idle under load, p99 x2).
+        # WEB_THREADS Django threads each (1: as a sync worker, one request at a time and one
+        # database connection), while granian's runtime keeps the connections.
+        wsgi = [
+            (
+                f"granian-{i}",
+                [str(bin_ / "granian"), "--interface", "wsgi", "leaderboard_project.wsgi:application",
+                 "--uds", str(sock), "--uds-permissions", "0o600", "--workers", "1",
+                 "--blocking-threads", str(wsgi_threads()), "--http", "1", "--no-ws", "--log-level", "warning"],
+            )
+            for i, sock in enumerate(sockets)
+        ]  # fmt: skip
+    else:
+        wsgi = [
+            (
+                "gunicorn",
+                [
+                    str(bin_ / "gunicorn"),
+                    "leaderboard_project.wsgi:application",
+                    "-k",
+                    "sync",
+                    "-w",
+                    str(workers),
+                    "--bind",
+                    f"unix:{run_dir}/wsgi.sock",
+                    "--log-level",
+                    "warning",
+                    "--umask",
+                    "0o077",
+                    "-c",
+                    "python:leaderboard_project.gunicorn_conf",
+                ],
+            )
+        ]
     return [
-        (
-            "gunicorn",
-            [str(bin_ / "gunicorn"), "leaderboard_project.wsgi:application", "-k", "sync", "-w", str(workers),
-             "--bind", f"unix:{run_dir}/wsgi.sock", "--log-level", "warning", "--umask", "0o077",
-             "-c", "python:leaderboard_project.gunicorn_conf"],
-        ),
+        *wsgi,
         (
             "uvicorn",
             [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--uds", f"{run_dir}/asgi.sock",
@@ -196,17 +271,36 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
     raise Stop(signal.Signals(signum).name)
 
 
+def _listening(path: Path) -> bool:
+    """The socket accepts connections (granian creates its file before it listens)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 def _wait_for_sockets(paths: list[Path], procs: list[subprocess.Popen[bytes]], timeout: float = 60.0) -> None:
-    """nginx starts once its upstreams listen, so the port never answers 502 at start-up."""
+    """nginx starts once its upstreams listen, so the port never answers 502 at start-up (and,
+    with several upstreams, nginx never takes one for failed)."""
     deadline = time.monotonic() + timeout
-    while not all(p.exists() for p in paths):
+    while not all(_listening(p) for p in paths):
         if any(proc.poll() is not None for proc in procs) or time.monotonic() > deadline:
             return  # the supervision loop reports the failure
         time.sleep(0.05)
 
 
-def serve(port: int, workers: int, topology: str | None = None) -> int:
+def choose_http(requested: str | None) -> str:
+    wanted = requested or os.environ.get("WEB_HTTP") or HTTP_SERVERS[0]
+    if wanted not in HTTP_SERVERS:
+        raise SystemExit(f"web: unknown HTTP server {wanted!r}; choose from {', '.join(HTTP_SERVERS)}")
+    return wanted
+
+
+def serve(port: int, workers: int, topology: str | None = None, http: str | None = None) -> int:
     chosen, nginx = choose_topology(topology)
+    http_server = choose_http(http)
     run_dir = Path(tempfile.mkdtemp(prefix=f"leaderboard-web-{port}-"))
     metrics_dir = run_dir / "metrics"
     metrics_dir.mkdir()
@@ -217,9 +311,10 @@ def serve(port: int, workers: int, topology: str | None = None) -> int:
     signal.signal(signal.SIGHUP, _stop)
     code = 0
     try:
-        for name, argv in commands(chosen, port, workers, run_dir, nginx):
+        for name, argv in commands(chosen, port, workers, run_dir, nginx, http_server):
             if name == "nginx":
-                _wait_for_sockets([run_dir / "wsgi.sock", run_dir / "asgi.sock"], [p for _, p in procs])
+                sockets = [*wsgi_sockets(run_dir, http_server, workers), run_dir / "asgi.sock"]
+                _wait_for_sockets(sockets, [p for _, p in procs])
             procs.append((name, subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL)))
         log(f"{chosen} topology on 127.0.0.1:{port}: " + ", ".join(name for name, _ in procs))
         while True:
@@ -257,8 +352,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"HTTP worker processes (default WEB_WORKERS or {DEFAULT_WORKERS})",
     )
     parser.add_argument("--topology", choices=TOPOLOGIES, help="default WEB_TOPOLOGY, else nginx when available")
+    parser.add_argument(
+        "--http", choices=HTTP_SERVERS, help=f"HTTP server behind nginx (default WEB_HTTP, else {HTTP_SERVERS[0]})"
+    )
     args = parser.parse_args(argv)
-    return serve(args.port, args.workers, args.topology)
+    return serve(args.port, args.workers, args.topology, args.http)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
 The close job runs every minute (Celery beat) and by hand (`close_windows [--now T]`). For
 every board window that ended more than the game's grace period ago and is not frozen yet,
 it stops the window taking results (its cutoff), then copies the window's values into a new
-standings version with one INSERT ... SELECT (ROW_NUMBER over the section 6 order), never a
-Python loop over players. Running it twice freezes once. Season windows wait while a held match
-could change their top 1000."""
+standings version with one INSERT ... SELECT (ROW_NUMBER over the section 6 order, scores'
+SQL) into the version's own partition, never a Python loop over players. Running it twice
+freezes once. Season windows wait while a held match could change their top 1000."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
-from scores import encoding, windows
+from scores import windows
 from scores.cutoffs import window_cutoff_set
 from scores.models import Game
-from scores.selectors import BoardConfig, game_config, held_touching_top
+from scores.selectors import BoardConfig, game_config, held_touching_top, window_standings_sql
 from seasons.models import WindowClose, WindowFreeze
 
 log = logging.getLogger(__name__)
@@ -109,23 +110,8 @@ def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: boo
         freeze = WindowFreeze.objects.create(
             board_id=board.id, window=window, version=previous.version + 1 if previous else 1, reason=reason
         )
-        rank = (
-            f"RANK() OVER (ORDER BY pv.encoded >> {encoding.TIME_BITS} DESC)"
-            if board.rank_display == "shared"
-            else "ROW_NUMBER() OVER w"
-        )
         with connection.cursor() as cur:
-            cur.execute(
-                f"""
-                INSERT INTO seasons_standing (freeze_id, position, rank, player_id, value, reached_at, encoded)
-                SELECT %s, ROW_NUMBER() OVER w, {rank}, pv.player_id, pv.value, pv.reached_at, pv.encoded
-                FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
-                WHERE pv.board_id = %s AND pv."window" = %s
-                WINDOW w AS (ORDER BY pv.encoded DESC, p.external_id COLLATE "C")
-                """,
-                [freeze.id, board.id, window],
-            )
-            freeze.entries = cur.rowcount
+            freeze.entries = _standings_write(cur, freeze_id=freeze.id, board=board, window=window)
             if previous is not None:
                 cur.execute(
                     """
@@ -141,6 +127,39 @@ def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: boo
         _close_state(board.id, window, WindowClose.State.FROZEN, f"version {freeze.version}: {freeze.entries} players")
     log.info("froze %s %s v%d (%d players): %s", board.slug, window, freeze.version, freeze.entries, reason)
     return freeze
+
+
+def _standings_partition(freeze_id: int) -> str:
+    return f"seasons_standing_{int(freeze_id)}"
+
+
+def _standings_write(cur: CursorWrapper, *, freeze_id: int, board: BoardConfig, window: str) -> int:
+    """Write a version's standings into a table of its own, then attach it as the version's
+    partition of seasons_standing; returns the rows written.
+
+    One INSERT ... SELECT in the contract's order (scores' SQL, scores/selectors/values.py) into a
+    table without indexes, so nothing is maintained row by row; attaching builds its two indexes
+    in one sorted pass each, and the CHECK on freeze_id spares the scan that would prove the
+    rows belong there. Locks till commit: the new table's own, SHARE UPDATE EXCLUSIVE on
+    seasons_standing (readers go on; another version's attach waits) and SHARE ROW EXCLUSIVE on
+    seasons_windowfreeze (the foreign key's validation). Scores tables are only read (the
+    player reference is not checked by Postgres, seasons/models.py): the ingest waits for nothing."""
+    table = _standings_partition(freeze_id)
+    select, params = window_standings_sql(board=board, window=window)
+    cur.execute(
+        f"CREATE TABLE {table} (LIKE seasons_standing INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED,"
+        f" CHECK (freeze_id = {int(freeze_id)}))"
+    )
+    cur.execute(
+        f"""
+        INSERT INTO {table} (freeze_id, position, rank, player_id, value, reached_at, encoded)
+        SELECT {int(freeze_id)}, s.* FROM ({select}) s
+        """,
+        params,
+    )
+    entries = cur.rowcount
+    cur.execute(f"ALTER TABLE seasons_standing ATTACH PARTITION {table} FOR VALUES IN ({int(freeze_id)})")
+    return entries
 
 
 def standings_refreeze(*, board: BoardConfig, windows_: list[str], reason: str) -> list[WindowFreeze]:

@@ -43,12 +43,13 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
 
 
 @contextlib.contextmanager
-def serving(topology: str, **env_extra: str) -> Iterator[int]:
+def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterator[int]:
     """scripts/web.py on a free port until /healthz answers 200; stopped (its whole group) after."""
     port = _free_port()
     env = {**os.environ, "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", "")), **env_extra}
     proc = subprocess.Popen(
-        [sys.executable, "scripts/web.py", "--port", str(port), "--workers", "1", "--topology", topology],
+        [sys.executable, "scripts/web.py", "--port", str(port), "--workers", "1", "--topology", topology]
+        + (["--http", http] if http else []),
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -78,12 +79,12 @@ def serving(topology: str, **env_extra: str) -> Iterator[int]:
             proc.stdout.close()
 
 
-@pytest.fixture(params=["nginx", "uvicorn"])
+@pytest.fixture(params=[("nginx", "granian"), ("nginx", "gunicorn"), ("uvicorn", None)], ids=lambda p: p[1] or p[0])
 def served(request) -> Iterator[tuple[str, int]]:
-    topology = request.param
+    topology, http = request.param
     if topology == "nginx" and web.find_nginx(install=False) is None:
         pytest.skip("nginx is not installed here")
-    with serving(topology) as port:
+    with serving(topology, http) as port:
         yield topology, port
 
 
@@ -94,6 +95,9 @@ def test_http_and_websockets_share_the_port(served) -> None:
     assert json.loads(body)["error"]["code"] == "not_found"
     if topology == "nginx":
         assert headers.get("Server") == "nginx"  # HTTP went through the proxy, to the WSGI workers
+        # the address rate limits see is the client's, from nginx's X-Forwarded-For, on every server
+        status, _, body = _get(f"http://127.0.0.1:{port}/", headers={"X-Forwarded-For": "203.0.113.9"})
+        assert status == 200 and b"<html" in body.lower()
     # a websocket handshake on the same port reaches the Channels application: an unknown path
     # is accepted, then closed with the documented code
     with (
@@ -113,6 +117,19 @@ def test_ws_workers_sets_how_many_uvicorn_processes_serve_websockets(monkeypatch
     assert uvicorn_workers() == "1"
     monkeypatch.setenv("WS_WORKERS", "4")
     assert uvicorn_workers() == "4"
+
+
+def test_granian_is_the_default_http_server_and_keeps_upstream_connections(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("WEB_HTTP", raising=False)
+    names = [name for name, _ in web.commands("nginx", 8000, 3, tmp_path, "/usr/sbin/nginx", web.choose_http(None))]
+    # one single-worker granian per socket, nginx balancing requests to the least busy one
+    assert names == ["granian-0", "granian-1", "granian-2", "uvicorn", "nginx"]
+    upstream = (tmp_path / "nginx.conf").read_text().split("upstream django_wsgi")[1].split("}")[0]
+    assert "least_conn;" in upstream and "keepalive 64;" in upstream and upstream.count("server unix:") == 3
+    monkeypatch.setenv("WEB_HTTP", "gunicorn")
+    names = [name for name, _ in web.commands("nginx", 8000, 3, tmp_path, "/usr/sbin/nginx", web.choose_http(None))]
+    assert names == ["gunicorn", "uvicorn", "nginx"]
+    assert "keepalive" not in (tmp_path / "nginx.conf").read_text().replace("keepalive_requests", "")
 
 
 def test_nginx_refuses_a_body_over_the_limit_before_reading_it() -> None:

@@ -34,6 +34,7 @@ from scores.selectors.values import (
     held_touching_top,
     rank_sql,
     window_rows,
+    window_standings_sql,
 )
 
 __all__ = [
@@ -66,4 +67,5 @@ __all__ = [
     "season_spans",
     "window_expiry",
     "window_rows",
+    "window_standings_sql",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -120,6 +121,20 @@ def durable_standings(
     standings = {pk: (enc, pos, better) for pk, enc, _, _, _, pos, better in rows}
     found = {pk: Profile(ext, name, json_value(meta), enc) for pk, enc, ext, name, meta, _, _ in rows}
     return standings, found
+
+
+def window_standings_sql(*, board: BoardConfig, window: str) -> tuple[str, list[Any]]:
+    """One SELECT of every value of a board window in the contract's order, as (position, rank as
+    displayed, player id, value, reached_at, encoded), and its parameters: for the freeze's
+    set-based copy (INSERT ... SELECT in seasons/), which writes rows in the order it reads them."""
+    sql = f"""
+        SELECT ROW_NUMBER() OVER w, {rank_sql(board)}, pv.player_id, pv.value, pv.reached_at, pv.encoded
+        FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+        WHERE pv.board_id = %s AND pv."window" = %s
+        WINDOW w AS (ORDER BY {ORDER_SQL})
+        ORDER BY {ORDER_SQL}
+    """
+    return sql, [board.id, window]
 
 
 def window_rows(board: BoardConfig, *, window: str, chunk: int = 5000) -> Iterator[tuple]:
