@@ -90,7 +90,10 @@ DOCS_FILE = REPO_ROOT / "docs" / "BENCHMARKS.md"
 DOCS_IMAGES = REPO_ROOT / "docs" / "benchmarks"
 DOCS_BEGIN = "<!-- bench:latest:begin (written by `make bench`: python -m bench --publish) -->"
 DOCS_END = "<!-- bench:latest:end -->"
-TARGETS = {  # issue 7, for this machine kind: reported, never asserted
+TARGETS = {  # issues 7, 11 and 16, for this machine kind: reported, never asserted
+    "top": "≥ 0.9× bare",
+    "friends": "≥ 0.25× bare, p99 < 100 ms",
+    "freeze": "< 5 s",
     "rank": "≥ 0.5× bare, p99 < 50 ms",
     "rank-open": "p99 < 10 ms",
     "single": "≥ 0.30× bare, p99 < 50 ms",
@@ -98,7 +101,7 @@ TARGETS = {  # issue 7, for this machine kind: reported, never asserted
     "freshness": "p99 < 100 ms",
     "freshness-loaded": "p99 < 1 s",
     "memory": "≤ 100 B/member",
-    "rebuild": "≥ 200,000 entries/s",
+    "rebuild": "≥ 300,000 entries/s",
 }
 
 
@@ -555,9 +558,14 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
         detail["batch_results_per_s"] = tally.measured_results / load_result.measured_seconds
     not_visible = found["outcome"].get("not visible", 0)
     check_writes(run, detail)
-    # (a smoke run's second of saturating batches may leave the probers no turn: no failure there)
-    if not_visible or (not samples and not (loaded and args.smoke)):
-        detail["check"] = f"{not_visible} of {len(samples) + not_visible} not visible within {FRESHNESS_TIMEOUT:g} s"
+    late = f"{not_visible} of {len(samples) + not_visible} not visible within {FRESHNESS_TIMEOUT:g} s"
+    if loaded:
+        # Beside saturating batches the projector may lag past the probe's timeout: that is the
+        # freshness target missed (check_writes above still insists every result arrives).
+        if not_visible:
+            detail["late"] = late
+    elif not_visible or not samples:
+        detail["check"] = late
     log(
         f"{name}: {len(samples)} probes, p50 {detail['latency_ms']['p50']} ms, p99 {detail['latency_ms']['p99']} ms"
         + (f"; batch ingest {detail['batch_results_per_s']:,.0f} results/s" if load_result is not None else "")
@@ -646,6 +654,7 @@ def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             d["top"]["requests_per_s"],
             "req/s",
             x_bare=ratio(d["top"]["requests_per_s"], bare),
+            target=TARGETS["top"],
         )
     if "rank" in d:
         value = d["rank"]["requests_per_s"]
@@ -656,7 +665,7 @@ def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         add("rank around=5", d["rank-open"], value, "req/s", target=TARGETS["rank-open"])
     if "friends" in d:
         value = d["friends"]["requests_per_s"]
-        add("friends (200)", d["friends"], value, "req/s", x_bare=ratio(value, bare))
+        add("friends (200)", d["friends"], value, "req/s", x_bare=ratio(value, bare), target=TARGETS["friends"])
     if "mixed" in d:
         value = d["mixed"]["requests_per_s"]
         add("mixed 5/60/30/5", d["mixed"], value, "req/s", x_bare=ratio(value, bare))
@@ -665,7 +674,7 @@ def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             target=TARGETS["freshness"])  # fmt: skip
     if "freshness-loaded" in d:
         add("freshness beside batch ingest", d["freshness-loaded"], d["freshness-loaded"]["probes_per_s"],
-            "probes/s", target=TARGETS["freshness-loaded"])  # fmt: skip
+            "probes/s", target=TARGETS["freshness-loaded"], late=d["freshness-loaded"].get("late"))  # fmt: skip
     for row in rows:
         p99 = (row["latency_ms"] or {}).get("p99")
         met = {
@@ -674,16 +683,22 @@ def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             TARGETS["single"]: (row.get("x_bare") or 0) >= 0.30 and p99 is not None and p99 < 50,
             TARGETS["batch"]: (row["throughput"] or 0) >= 20_000,
             TARGETS["freshness"]: p99 is not None and p99 < 100,
-            TARGETS["freshness-loaded"]: p99 is not None and p99 < 1000,
+            TARGETS["freshness-loaded"]: p99 is not None and p99 < 1000 and not row.get("late"),
+            TARGETS["top"]: (row.get("x_bare") or 0) >= 0.9,
+            TARGETS["friends"]: (row.get("x_bare") or 0) >= 0.25 and p99 is not None and p99 < 100,
         }
         if row.get("target"):
             row["target_met"] = met[row["target"]]
-        for target, share in ((TARGETS["rank"], 0.5), (TARGETS["single"], 0.30)):  # two in one: say which holds
+        if row.get("late"):  # probes that never showed are the target's miss, not a failed check
+            row["target_text"] = f"{row['target']}: missed ({row['late']})"
+        two_in_one = ((TARGETS["rank"], 0.5, 50), (TARGETS["single"], 0.30, 50), (TARGETS["friends"], 0.25, 100))
+        for target, share, limit in two_in_one:  # say which half holds
             if row.get("target") == target:
                 ratio_ok = (row.get("x_bare") or 0) >= share
-                p99_ok = p99 is not None and p99 < 50
+                p99_ok = p99 is not None and p99 < limit
                 row["target_text"] = (
-                    f"≥ {share:.2f}× bare: {'met' if ratio_ok else 'missed'}, p99 < 50 ms: {'met' if p99_ok else 'missed'}"
+                    f"≥ {share:.2f}× bare: {'met' if ratio_ok else 'missed'}, "
+                    f"p99 < {limit} ms: {'met' if p99_ok else 'missed'}"
                 )
     return rows
 
@@ -703,13 +718,15 @@ def measures(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> l
     if "freeze" in run_details:
         f = run_details["freeze"]
         out.append({"measure": f"freeze the window ({f['players']:,} players)", "value": f["seconds"], "unit": "s",
-                    "raw": None, "target": None, "check": f["check"]})  # fmt: skip
+                    "raw": None, "target": TARGETS["freeze"], "check": f["check"]})  # fmt: skip
     for row in out:
         row["ratio"] = row["value"] / row["raw"] if row["raw"] else None
         if row["target"] == TARGETS["memory"]:
             row["target_met"] = row["value"] <= 100
         elif row["target"] == TARGETS["rebuild"]:
-            row["target_met"] = row["value"] >= 200_000
+            row["target_met"] = row["value"] >= 300_000
+        elif row["target"] == TARGETS["freeze"]:
+            row["target_met"] = row["value"] < 5
         row.setdefault("check", "ok")
     return out
 
