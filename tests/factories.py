@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import factory
+from django.db import connection
 
 from scores.models import Board, Game, Player, Season, ServerKey
 from scores.services import server_key_create
@@ -70,3 +71,11 @@ class PlayerFactory(factory.django.DjangoModelFactory):
 
 def server_key(game: Game, scopes: tuple[str, ...] = ("submit",), name: str = "test server") -> tuple[ServerKey, str]:
     return server_key_create(game=game, name=name, scopes=scopes)
+
+
+def test_database_url() -> str:
+    """The database the tests run against (pytest-django's test_ database), for the servers a
+    test starts as separate processes."""
+    s = connection.settings_dict
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"

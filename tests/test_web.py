@@ -22,6 +22,7 @@ from websockets.sync.client import connect
 
 from boards import live
 from scripts import web
+from tests.factories import test_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60.0
@@ -46,7 +47,12 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
 def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterator[int]:
     """scripts/web.py on a free port until /healthz answers 200; stopped (its whole group) after."""
     port = _free_port()
-    env = {**os.environ, "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", "")), **env_extra}
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),  # the test database, migrated, not the developer's
+        "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", "")),
+        **env_extra,
+    }
     proc = subprocess.Popen(
         [sys.executable, "scripts/web.py", "--port", str(port), "--workers", "1", "--topology", topology]
         + (["--http", http] if http else []),
@@ -80,7 +86,7 @@ def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterato
 
 
 @pytest.fixture(params=[("nginx", "granian"), ("nginx", "gunicorn"), ("uvicorn", None)], ids=lambda p: p[1] or p[0])
-def served(request) -> Iterator[tuple[str, int]]:
+def served(request, transactional_db) -> Iterator[tuple[str, int]]:
     topology, http = request.param
     if topology == "nginx" and web.find_nginx(install=False) is None:
         pytest.skip("nginx is not installed here")
@@ -132,7 +138,7 @@ def test_granian_is_the_default_http_server_and_keeps_upstream_connections(monke
     assert "keepalive" not in (tmp_path / "nginx.conf").read_text().replace("keepalive_requests", "")
 
 
-def test_nginx_refuses_a_body_over_the_limit_before_reading_it() -> None:
+def test_nginx_refuses_a_body_over_the_limit_before_reading_it(transactional_db) -> None:
     """A 256 MiB upload is answered 413 (contract body) from its headers alone: nothing is
     spooled, and a body just over the limit is a 413 every time, never a 502."""
     if web.find_nginx(install=False) is None:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from bench.server import free_port
+from tests.factories import test_database_url
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -79,18 +79,11 @@ class WebServer:
             return ""
 
 
-def _database_url() -> str:
-    """The database the tests run against (pytest-django's test_ database)."""
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 def _web(settings_module: str) -> Iterator[WebServer]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": settings_module,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "DB_POOL_MAX": "4",
         "PYTHONUNBUFFERED": "1",
