@@ -58,8 +58,11 @@ def _writes(pipe: Any, by_key: dict[str, dict[str, int]], *, gt: bool, removed: 
 
 def _by_key(entries: Iterable[Entry]) -> dict[str, dict[str, int]]:
     by_key: dict[str, dict[str, int]] = defaultdict(dict)
+    shards: dict[int, int] = {}
     for board_id, window, player_id, encoded in entries:
-        mapping = by_key[keys.player_key(board_id, window, index.shards_of(board_id), player_id)]
+        if board_id not in shards:
+            shards[board_id] = index.shards_of(board_id)
+        mapping = by_key[keys.player_key(board_id, window, shards[board_id], player_id)]
         mapping[str(player_id)] = max(encoded, mapping.get(str(player_id), encoded))
     return by_key
 
