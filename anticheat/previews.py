@@ -239,7 +239,7 @@ def _standings(
         in_window = PlayerValue.objects.filter(board_id=board_id, window=window)
         total = in_window.count()
         values = dict(in_window.filter(player_id__in=players).values_list("player_id", "value"))
-        found, _ = durable_standings(board, window, players)
+        found, _ = durable_standings(board, window=window, pks=players)
         for pk, (_, position, better) in found.items():
             rank = better + 1 if board.rank_display == "shared" else position + 1
             out[(board_id, window, pk)] = Standing(values[pk], rank, total)

@@ -90,11 +90,11 @@ def _recompute(game: Game, match_pks: Sequence[int], reason: str, *, refreeze: b
     if not match_pks:
         return []
     config = game_config(game)
-    refs = recompute.matches_refs(config, match_pks)
+    refs = recompute.matches_refs(config, match_pks=match_pks)
     frozen = recompute.frozen_of(refs)
     if not refreeze:
         refs = {ref for ref in refs if (ref[0], ref[1]) not in frozen}
-    touched = recompute.values_recompute(config, refs, reason=reason)
+    touched = recompute.values_recompute(config, refs=refs, reason=reason)
     if refreeze and frozen:
         by_board: dict[int, list[str]] = defaultdict(list)
         for board_id, window in sorted(frozen):
@@ -220,7 +220,7 @@ def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
             if status == Match.Status.VOIDED:
                 raise MatchVoided(f"match {match.match_id!r} was voided; a voided match cannot be approved")
         else:
-            recompute.matches_count(game_config(match.game), [match.pk])
+            recompute.matches_count(game_config(match.game), match_pks=[match.pk])
         _flags_resolve([match.pk])
         _audit(
             actor,
@@ -245,36 +245,30 @@ def match_hold(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
             return False
         recompute.matches_counted_since_arrival([match.pk])
         _recompute(match.game, [match.pk], f"hold: {verdict.reason}", refreeze=False)
-        MatchFlag.objects.create(
-            match=match, rule=verdict.rule, action=verdict.action, reason=verdict.reason, details=verdict.details
-        )
-        _audit(
-            actor,
-            AuditEntry.Action.HOLD,
-            match.game_id,
-            verdict.reason,
-            match_id=match.pk,
-            match_ref=match.match_id,
-            details={"rule": verdict.rule, "after_the_fact": True, **verdict.details},
-        ).save()
+        _flag_audited(match, verdict, actor, action=verdict.action, audit=AuditEntry.Action.HOLD, after_the_fact=True)
     return True
 
 
 def match_flag(*, match: Match, verdict: Verdict, actor: Actor) -> None:
     """Put an accepted match in the review queue without taking it off the boards."""
     with transaction.atomic():
-        MatchFlag.objects.create(
-            match=match, rule=verdict.rule, action="flag", reason=verdict.reason, details=verdict.details
-        )
-        _audit(
-            actor,
-            AuditEntry.Action.FLAG,
-            match.game_id,
-            verdict.reason,
-            match_id=match.pk,
-            match_ref=match.match_id,
-            details={"rule": verdict.rule, **verdict.details},
-        ).save()
+        _flag_audited(match, verdict, actor, action="flag", audit=AuditEntry.Action.FLAG)
+
+
+def _flag_audited(match: Match, verdict: Verdict, actor: Actor, *, action: str, audit: str, **details: object) -> None:
+    """Put a match in the review queue and audit it (inside the caller's transaction)."""
+    MatchFlag.objects.create(
+        match=match, rule=verdict.rule, action=action, reason=verdict.reason, details=verdict.details
+    )
+    _audit(
+        actor,
+        audit,
+        match.game_id,
+        verdict.reason,
+        match_id=match.pk,
+        match_ref=match.match_id,
+        details={"rule": verdict.rule, **details, **verdict.details},
+    ).save()
 
 
 def server_key_revoke(*, key: ServerKey, actor: Actor, reason: str = "revoked by a moderator") -> ServerKey:

@@ -61,7 +61,7 @@ def _processes() -> dict[int, _Proc]:
     return out
 
 
-def _busy_ticks() -> tuple[int, int]:
+def busy_ticks() -> tuple[int, int]:
     """(busy, total) jiffies of the whole machine from the first line of /proc/stat."""
     values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = values[3] + values[4]  # idle + iowait
@@ -71,9 +71,9 @@ def _busy_ticks() -> tuple[int, int]:
 
 def busy_share(seconds: float = 1.0) -> float:
     """How busy the machine is right now (0-1), sampled over `seconds`."""
-    before = _busy_ticks()
+    before = busy_ticks()
     time.sleep(seconds)
-    after = _busy_ticks()
+    after = busy_ticks()
     return (after[0] - before[0]) / max(after[1] - before[1], 1)
 
 
@@ -135,7 +135,7 @@ class CpuMeter:
     def start(self) -> None:
         self._seen.clear()
         self._started = time.monotonic()
-        self._busy = _busy_ticks()
+        self._busy = busy_ticks()
         self._scan(initial=True)
 
     def tick(self) -> None:
@@ -144,7 +144,7 @@ class CpuMeter:
     def stop(self) -> dict[str, float]:
         alive = self._scan()
         seconds = max(time.monotonic() - self._started, 1e-9)
-        busy, total = _busy_ticks()
+        busy, total = busy_ticks()
         used_ticks = dict.fromkeys(GROUPS, 0)
         alive_pids = {ident[0]: ident for ident in alive}
         for ident, seen in self._seen.items():

@@ -17,6 +17,8 @@ while the fault lasted, and the recovery time (from the heal to the first fully 
 answer: a 2xx submission and a /top that is not degraded). Exit status 1 on any loss.
 
 A new fault is one class: a name, inject(stack) and heal(stack) (see FAULTS).
+
+Over 400 lines on purpose: one class per fault plus the servers it starts and breaks; a new fault is one class added to FAULTS.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from bench.cli import add_run_args  # noqa: E402
 from scripts import services  # noqa: E402
 from scripts.services import (  # noqa: E402
     INITDB_OPTIONS,
@@ -476,7 +479,7 @@ def print_table(outcomes: list[Outcome]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=20.0, help="load per fault (default 20)")
+    add_run_args(parser, "seconds", seconds=20.0)  # a fault is the scenario: the load lasts that long
     parser.add_argument("--rate", type=float, default=8.0, help="submissions per second (default 8)")
     parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(f.name for f in FAULTS))
     args = parser.parse_args(argv)

@@ -10,6 +10,8 @@ scenario, starting from empty score tables and an empty Redis db:
   batch   POST /api/v1/games/bench/matches/batch, --batch-size such matches per request;
 then checks that every acknowledged match is in Postgres (durable) and that the board's `all`
 sorted set holds exactly the values Postgres holds (mirrored). See bench/README.md.
+
+Over 400 lines on purpose: the ingest scenarios and their durability and mirror checks, which the suite reuses.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ import secrets
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +35,7 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
-from bench.cli import csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     GAME_SLUG,
@@ -52,10 +53,11 @@ from bench.environment import (
     redis_client,
     reset_scores,
 )
-from bench.machine import command_line, machine_info, machine_line
+from bench.machine import machine_info, machine_line
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.report import RESULTS_DIR, markdown_table, percentile, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess, background
+from bench.tally import Tally, load_figures, log_errors
 
 SCENARIOS = ("single", "batch")
 MIRROR_WAIT_SECONDS = 5.0  # the contract allows 1 s; a little slack for a loaded machine
@@ -97,18 +99,6 @@ class MatchFactory:
         ]
 
 
-@dataclass
-class Tally:
-    """What the server acknowledged, judged response by response."""
-
-    acked: list[str] = field(default_factory=list)  # every match id answered 2xx (or accepted in a batch)
-    rejected: Counter[str] = field(default_factory=Counter)  # batch items answered "rejected", by error code
-    measured_ok_requests: int = 0
-    measured_matches: int = 0
-    measured_results: int = 0
-    bad_bodies: list[str] = field(default_factory=list)  # a few non-2xx bodies, for the report
-
-
 @dataclass(frozen=True)
 class Scenario:
     """What one request carries and how its answer is judged."""
@@ -122,29 +112,7 @@ class Scenario:
         matches = factory.matches(self.matches_per_request if self.batch else 1)
         payload: Any = {"matches": matches} if self.batch else matches[0]
         body = json.dumps(payload, separators=(",", ":")).encode()
-        return loadgen.Request("POST", self.path, body, context=[m["match_id"] for m in matches])
-
-    def judge(self, tally: Tally, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
-        if response is None:
-            return
-        if not 200 <= response.status < 300:
-            if len(tally.bad_bodies) < 5:
-                tally.bad_bodies.append(f"{response.status}: {response.body[:300].decode(errors='replace')}")
-            return
-        if self.batch:
-            acked = []
-            for item in json.loads(response.body)["results"]:
-                if item["status"] == "rejected":
-                    tally.rejected[item.get("error", {}).get("code", "unknown")] += 1
-                else:
-                    acked.append(item["match_id"])
-        else:
-            acked = req.context
-        tally.acked.extend(acked)
-        if measured:
-            tally.measured_ok_requests += 1
-            tally.measured_matches += len(acked)
-            tally.measured_results += len(acked)  # one result per match
+        return loadgen.Request("POST", self.path, body, context=[m["match_id"] for m in matches], tag=self.name)
 
 
 # --------------------------------------------------------------------------- verification
@@ -251,11 +219,11 @@ def check_mirrored(pg: psycopg.Connection, r: redis.Redis, board: BoardInfo) -> 
         time.sleep(0.5)
 
 
-def _durable_text(d: dict[str, Any]) -> str:
+def durable_text(d: dict[str, Any]) -> str:
     return "ok" if d["ok"] else f"MISSING {d['missing']:,} of {d['acked']:,}"
 
 
-def _mirrored_text(m: dict[str, Any]) -> str:
+def mirrored_text(m: dict[str, Any]) -> str:
     if m["ok"]:
         return "ok"
     return (
@@ -285,7 +253,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     reset_scores(ctx.pg)
     flush_redis(ctx.r)
     factory = MatchFactory(f"{ctx.tag}-{server.name}-{scenario.name}", ctx.board, args.players, random.Random())
-    tally = Tally()
+    tally = Tally({scenario.name: scenario})
     profile: dict[str, Any] = {}
 
     def headers(req: loadgen.Request) -> list[tuple[str, str]]:
@@ -311,16 +279,18 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
         result = runner.run(
             loadgen.closed_loop(
-                host="127.0.0.1",
-                port=server.port,
+                loadgen.Load(
+                    host="127.0.0.1",
+                    port=server.port,
+                    warmup=args.warmup,
+                    seconds=args.seconds,
+                    make_request=lambda: scenario.request(factory),
+                    on_response=tally.judge,
+                    headers=headers,
+                    timeout=args.timeout,
+                    monitor=monitor,
+                ),
                 concurrency=args.concurrency,
-                warmup=args.warmup,
-                seconds=args.seconds,
-                make_request=lambda: scenario.request(factory),
-                on_response=lambda req, resp, measured: scenario.judge(tally, req, resp, measured),
-                headers=headers,
-                timeout=args.timeout,
-                monitor=monitor,
             )
         )
     applied = wait_applied(ctx.pg)
@@ -329,34 +299,16 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     mirrored["ok"] = mirrored["ok"] and applied["ok"]
     mirrored["applied"] = applied
 
-    latencies = sorted(result.latencies)
     seconds = result.measured_seconds
-    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
     row: dict[str, Any] = {
         "server": server.name,
         "scenario": scenario.name,
         "concurrency": args.concurrency,
         "matches_per_request": scenario.matches_per_request,
-        "measured_seconds": seconds,
-        "requests_completed": result.completed,
-        "requests_ok": tally.measured_ok_requests,
-        "requests_per_s": tally.measured_ok_requests / seconds,
+        **load_figures(result, tally),
         "matches_per_s": tally.measured_matches / seconds,
         "results_per_s": tally.measured_results / seconds,
-        "latency_ms": {
-            "p50": ms(percentile(latencies, 50)),
-            "p95": ms(percentile(latencies, 95)),
-            "p99": ms(percentile(latencies, 99)),
-            "max": ms(latencies[-1] if latencies else None),
-            "mean": ms(sum(latencies) / len(latencies) if latencies else None),
-        },
-        "statuses": dict(result.statuses),
-        "errors": sum(errors.values()) + sum(tally.rejected.values()),
-        "errors_by_status": errors,
         "rejected_by_code": dict(tally.rejected),
-        "error_samples": tally.bad_bodies,
-        "requests_sent": result.sent,
-        "connections_opened": result.connects,
         "machine_busy_before": round(busy_before, 3),
         "cpu_cores": monitor.cores,
         "loadgen_cpu_seconds": round(monitor.loadgen_cpu_seconds, 3),
@@ -369,14 +321,9 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     log(
         f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, {row['results_per_s']:,.0f} results/s, "
         f"p50 {row['latency_ms']['p50']} ms, errors {row['errors']}; "
-        f"durable: {_durable_text(durable)} / mirrored: {_mirrored_text(mirrored)}"
+        f"durable: {durable_text(durable)} / mirrored: {mirrored_text(mirrored)}"
     )
-    if errors or tally.rejected:
-        log(f"  errors by status {errors}, rejected by code {dict(tally.rejected)}")
-        for sample in tally.bad_bodies:
-            log(f"  {sample}")
-        if any(k.startswith("5") for k in errors):
-            log(f"  server log tail:\n{server.log_tail()}")
+    log_errors(row, tally, server.log_tail)
     return row
 
 
@@ -410,7 +357,7 @@ def render_tables(runs: list[dict[str, Any]]) -> str:
                 r["latency_ms"]["p95"],
                 r["latency_ms"]["p99"],
                 r["errors"],
-                f"durable: {_durable_text(r['durable'])} / mirrored: {_mirrored_text(r['mirrored'])}",
+                f"durable: {durable_text(r['durable'])} / mirrored: {mirrored_text(r['mirrored'])}",
             ]
             for r in runs
         ],
@@ -437,40 +384,19 @@ def render_tables(runs: list[dict[str, Any]]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.ingest",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per scenario (default 20)")
-    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
-    parser.add_argument("--concurrency", type=int, default=32, help="concurrent connections (default 32)")
-    parser.add_argument("--batch-size", type=int, default=1000, help="matches per batch request (default 1000)")
-    parser.add_argument("--players", type=int, default=1_000_000, help="players are p1..pN (default 1,000,000)")
+    parser = bench_parser("python -m bench.ingest", __doc__)
+    add_run_args(
+        parser, "players", "seconds", "warmup", "concurrency", "batch-size", "workers", "board", "timeout", "code",
+        "profile", seconds=20.0, timeout=120.0,
+    )  # fmt: skip
     parser.add_argument(
         "--servers", type=csv_choices(tuple(SERVERS)), default=["uvicorn", "gunicorn"], help="default uvicorn,gunicorn"
     )
     parser.add_argument(
         "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help="default single,batch"
     )
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
-    parser.add_argument("--board", default="rating", help="board of bench/game.toml the results go to (default rating)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a request counts as timed out")
-    parser.add_argument(
-        "--code",
-        metavar="REV|DIR",
-        help="measure this git revision (exported with git archive) or checkout instead of the working tree",
-    )
-    parser.add_argument(
-        "--profile",
-        choices=("cpu", "wall"),
-        help="record the server with py-spy during each measured window (slows it)",
-    )
     args = parser.parse_args(argv)
-    if not 1 <= args.batch_size <= 1000:
-        parser.error("--batch-size must be 1-1000 (contract section 4)")
-    if args.concurrency < 1 or args.players < 1 or args.seconds <= 0 or args.warmup < 0:
-        parser.error("--concurrency, --players and --seconds must be positive")
+    check_run_args(parser, args)
     return args
 
 
@@ -502,22 +428,16 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
                     row["server_command"] = server.command
                     runs.append(row)
     tables = render_tables(runs)
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{tables}\n", flush=True)
-    path = write_json(
+    report_results(
         "ingest",
-        stamp,
-        {
-            "benchmark": "ingest",
-            "started_at": started.isoformat(),
-            "command": command_line(),
-            "machine": machine,
-            "code": code.info,
-            "config": {k: v for k, v in vars(args).items()},
-            "game_file": "bench/game.toml",
-            "runs": runs,
-        },
+        tables,
+        started=started,
+        machine=machine,
+        code=code.info,
+        config={k: v for k, v in vars(args).items()},
+        game_file="bench/game.toml",
+        runs=runs,
     )
-    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     ok = all(r["durable"]["ok"] and r["mirrored"]["ok"] for r in runs)
     return 0 if ok else 2
 

@@ -217,21 +217,25 @@ async def _send(conn: HttpConnection, req: Request, timeout: float) -> tuple[Res
         return None, exc.__class__.__name__
 
 
-async def closed_loop(
-    *,
-    host: str,
-    port: int,
-    concurrency: int,
-    warmup: float,
-    seconds: float,
-    make_request: Callable[[], Request],
-    on_response: Handler,
-    headers: Callable[[Request], list[tuple[str, str]]],
-    timeout: float = 120.0,
-    monitor: WindowMonitor | None = None,
-    stagger: float = 0.0,
-) -> LoadResult:
-    """Run `concurrency` connections for warmup + seconds, then let the requests in flight finish.
+@dataclass(frozen=True)
+class Load:
+    """What either loop sends and how: the server, the window (warmup unmeasured, then seconds
+    measured), the next request, what to do with each answer, the headers of a request (unless
+    it carries its own), how long one may take, and who watches the window."""
+
+    host: str
+    port: int
+    warmup: float
+    seconds: float
+    make_request: Callable[[], Request]
+    on_response: Handler
+    headers: Callable[[Request], list[tuple[str, str]]]
+    timeout: float = 120.0
+    monitor: WindowMonitor | None = None
+
+
+async def closed_loop(load: Load, *, concurrency: int, stagger: float = 0.0) -> LoadResult:
+    """Run `concurrency` connections for the warmup + the measured seconds, then let the requests in flight finish.
 
     `stagger`: seconds between the starts of two connections. Opened all at once, keep-alive
     connections to a server whose worker processes share one listening socket (uvicorn
@@ -239,50 +243,37 @@ async def closed_loop(
     the whole run; started a little apart, they spread as a stream of real clients would."""
     loop = asyncio.get_running_loop()
     start = loop.time()
-    measure_start = start + warmup
-    measure_end = measure_start + seconds
-    result = LoadResult(measured_seconds=seconds)
+    measure_start = start + load.warmup
+    measure_end = measure_start + load.seconds
+    result = LoadResult(measured_seconds=load.seconds)
 
     async def worker(index: int) -> None:
         await asyncio.sleep(index * stagger)
-        conn = HttpConnection(host, port, headers)
+        conn = HttpConnection(load.host, load.port, load.headers)
         try:
             while loop.time() < measure_end:
-                req = make_request()
+                req = load.make_request()
                 result.sent += 1
                 t0 = time.perf_counter()  # loop.time() is uvloop's millisecond clock: too coarse here
-                response, outcome = await _send(conn, req, timeout)
+                response, outcome = await _send(conn, req, load.timeout)
                 t1 = time.perf_counter()
                 measured = measure_start <= loop.time() <= measure_end
                 result.statuses[outcome] += 1
                 if measured:
                     result.record(req, t1 - t0)
-                on_response(req, response, measured)
+                load.on_response(req, response, measured)
         finally:
             result.connects += conn.connects
             await conn.close()
 
     await asyncio.gather(
-        _watch_window(monitor, measure_start, measure_end, loop.time), *(worker(i) for i in range(concurrency))
+        _watch_window(load.monitor, measure_start, measure_end, loop.time), *(worker(i) for i in range(concurrency))
     )
     return result
 
 
-async def open_loop(
-    *,
-    host: str,
-    port: int,
-    rate: float,
-    warmup: float,
-    seconds: float,
-    make_request: Callable[[], Request],
-    on_response: Handler,
-    headers: Callable[[Request], list[tuple[str, str]]],
-    timeout: float = 120.0,
-    monitor: WindowMonitor | None = None,
-    max_connections: int = 512,
-) -> LoadResult:
-    """Send `rate` requests a second, evenly spaced, for warmup + seconds, whatever the server does.
+async def open_loop(load: Load, *, rate: float, max_connections: int = 512) -> LoadResult:
+    """Send `rate` requests a second, evenly spaced, for the warmup + the measured seconds, whatever the server does.
 
     A request goes out on an idle keep-alive connection, or a new one while fewer than
     `max_connections` are open; past that it waits for one, and the wait counts. Latency is from
@@ -293,9 +284,9 @@ async def open_loop(
     # leave up to ~1 ms after its scheduled time; that wait is part of its latency, as it should be.
     clock = time.perf_counter
     start = clock() + 0.05
-    measure_start = start + warmup
-    measure_end = measure_start + seconds
-    result = LoadResult(measured_seconds=seconds)
+    measure_start = start + load.warmup
+    measure_end = measure_start + load.seconds
+    result = LoadResult(measured_seconds=load.seconds)
     idle: list[HttpConnection] = []
     opened: list[HttpConnection] = []
     slots = asyncio.Semaphore(max_connections)
@@ -306,16 +297,16 @@ async def open_loop(
             if idle:
                 conn = idle.pop()
             else:
-                conn = HttpConnection(host, port, headers)
+                conn = HttpConnection(load.host, load.port, load.headers)
                 opened.append(conn)
-            response, outcome = await _send(conn, req, timeout)
+            response, outcome = await _send(conn, req, load.timeout)
             idle.append(conn)  # closed ones reconnect on their next request
         finished = time.perf_counter()
         measured = measure_start <= scheduled < measure_end
         result.statuses[outcome] += 1
         if measured:
             result.record(req, finished - scheduled)
-        on_response(req, response, measured)
+        load.on_response(req, response, measured)
 
     async def schedule() -> None:
         period = 1.0 / rate
@@ -326,7 +317,7 @@ async def open_loop(
                 await asyncio.sleep(delay)
             else:
                 result.max_send_lag = max(result.max_send_lag, -delay)
-            req = make_request()
+            req = load.make_request()
             result.sent += 1
             task = asyncio.create_task(one(scheduled, req))
             in_flight.add(task)
@@ -336,7 +327,7 @@ async def open_loop(
             await asyncio.gather(*list(in_flight))
 
     try:
-        await asyncio.gather(_watch_window(monitor, measure_start, measure_end, clock), schedule())
+        await asyncio.gather(_watch_window(load.monitor, measure_start, measure_end, clock), schedule())
     finally:
         result.connects = sum(c.connects for c in opened)
         for conn in opened:

@@ -10,6 +10,8 @@
 2. Rebuild: COPYs N players and N scores_playervalue rows (window `all`, the same values) into
    the bench database, then times boards.services.boards_rebuild(boards=[board]) in a
    configured Django, with a breakdown by phase, and checks the rebuilt sorted set.
+
+Over 400 lines on purpose: memory per member and the rebuild, which share the loaded data.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import redis
 from psycopg import sql
 
 from bench import cpu, profiling
-from bench.cli import run_benchmark
+from bench.cli import add_run_args, bench_parser, check_run_args, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     BENCH_DB_NAME,
@@ -52,8 +54,8 @@ from bench.environment import (
     redis_client,
     reset_scores,
 )
-from bench.machine import command_line, machine_info, machine_line
-from bench.report import RESULTS_DIR, Laps, markdown_table, utc_stamp, write_json
+from bench.machine import machine_info, machine_line
+from bench.report import RESULTS_DIR, Laps, markdown_table, report_results, utc_stamp
 
 ZADD_CHUNK = 10_000  # members per ZADD
 PIPELINE_COMMANDS = 10  # ZADDs per round trip
@@ -344,23 +346,10 @@ def render_tables(memory: list[dict[str, Any]], rebuilt: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.memory",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--players", type=int, default=1_000_000, help="sorted set members (default 1,000,000)")
-    parser.add_argument("--board", default="rating", help="board of bench/game.toml to fill (default rating)")
-    parser.add_argument("--seed", type=int, default=42, help="random seed for values and times (default 42)")
-    parser.add_argument(
-        "--code",
-        metavar="REV|DIR",
-        help="measure this git revision (exported with git archive) or checkout instead of the working tree",
-    )
-    parser.add_argument("--profile", choices=("cpu", "wall"), help="record the rebuild with py-spy")
+    parser = bench_parser("python -m bench.memory", __doc__)
+    add_run_args(parser, "players", "board", "seed", "code", "profile")
     args = parser.parse_args(argv)
-    if args.players < 1:
-        parser.error("--players must be positive")
+    check_run_args(parser, args)
     return args
 
 
@@ -368,7 +357,6 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     if args.profile:
         profiling.py_spy_binary()
     started = datetime.now(UTC)
-    stamp = utc_stamp(started)
     log("preparing the bench database (migrate, apply bench/game.toml)")
     prepare_database(env)
     sys.path.insert(0, str(env.code_dir))  # the measured code's scores/ and boards/, imported below
@@ -393,23 +381,17 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
         redis_memory = r.info("memory")
         redis_config = r.config_get("zset-max-*")
     tables = render_tables(memory, rebuilt)
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{tables}\n", flush=True)
-    path = write_json(
+    report_results(
         "memory",
-        stamp,
-        {
-            "benchmark": "memory",
-            "started_at": started.isoformat(),
-            "command": command_line(),
-            "machine": machine,
-            "code": code.info,
-            "config": vars(args),
-            "redis": {"mem_allocator": redis_memory.get("mem_allocator"), **redis_config},
-            "memory": memory,
-            "rebuild": rebuilt,
-        },
+        tables,
+        started=started,
+        machine=machine,
+        code=code.info,
+        config=vars(args),
+        redis={"mem_allocator": redis_memory.get("mem_allocator"), **redis_config},
+        memory=memory,
+        rebuild=rebuilt,
     )
-    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     return 0
 
 

@@ -18,6 +18,8 @@ closed-loop run:
   rank-signed  the same, signed by the game server (HMAC) instead;
   friends      GET .../boards/rating/players/<p>/friends with p's token, p having 200 friends.
 Finally the API's ranks of 20 players are checked against Postgres. See bench/README.md.
+
+Over 400 lines on purpose: the read scenarios, their SQL spot checks and the per-scenario server lifecycle belong together; the load loops are in loadgen.py.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import psycopg
 import redis
 
 from bench import cpu, loadgen, profiling
-from bench.cli import csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     BENCH_DB_NAME,
@@ -63,11 +65,12 @@ from bench.environment import (
     prepare_database,
     redis_client,
 )
-from bench.machine import command_line, machine_info, machine_line
+from bench.machine import machine_info, machine_line
 from bench.memory import BoardShape, Values, load_board
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.report import RESULTS_DIR, Laps, markdown_table, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess
+from bench.tally import Tally, load_figures, log_errors
 
 SCENARIOS = ("bare", "top", "top-deep", "rank", "rank-signed", "friends")
 OVERLAY_DIR = BENCH_DIR / "django_overlay"  # bench_settings.py, bench_urls.py
@@ -83,7 +86,6 @@ CHECK_TIED = 5  # of the CHECK_PLAYERS, drawn among tied players: the last tie-b
 CHECK_FRIEND_LISTS = 2
 COPY_CHUNK = 50_000
 BUSY_WARNING = 0.2  # the machine's busy share before a scenario above which results are suspect
-ERROR_SAMPLES = 5
 
 
 # --------------------------------------------------------------------------- data
@@ -177,7 +179,7 @@ def _django(env: BenchEnv) -> None:
         raise BenchError(f"Django's Redis is db {service_db}, expected {BENCH_REDIS_DB}")
 
 
-def _release_django_connections() -> None:
+def release_django_connections() -> None:
     """Close this process's Django connections (and pool), so they do not count against the servers'."""
     from django.db import connections
 
@@ -236,7 +238,7 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
     expires_at = datetime.now(UTC) + timedelta(days=1)
     tokens = {pk: make_player_token(game, pk, expires_at) for pk in {*rank_pool, *lists}}
     step("tokens")
-    _release_django_connections()
+    release_django_connections()
     counts = Counter(values.encoded)
     tied_pks = [i + 1 for i, e in enumerate(values.encoded) if counts[e] > 1]
     log(
@@ -401,24 +403,6 @@ SCENARIO_REQUESTS = {
 }
 
 
-@dataclass
-class Tally:
-    measured_ok: int = 0  # 2xx completed in the measured window
-    degraded: int = 0  # 2xx answered from Postgres because Redis failed: not what is measured
-    bad_bodies: list[str] = field(default_factory=list)
-
-    def judge(self, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
-        if response is None:
-            return
-        if 200 <= response.status < 300:
-            if measured:
-                self.measured_ok += 1
-            if b'"degraded"' in response.body:
-                self.degraded += 1
-        elif len(self.bad_bodies) < ERROR_SAMPLES:
-            self.bad_bodies.append(f"{response.status} {req.path}: {response.body[:300].decode(errors='replace')}")
-
-
 # --------------------------------------------------------------------------- one run
 
 
@@ -463,22 +447,21 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
         result = runner.run(
             loadgen.closed_loop(
-                host="127.0.0.1",
-                port=server.port,
+                loadgen.Load(
+                    host="127.0.0.1",
+                    port=server.port,
+                    warmup=args.warmup,
+                    seconds=args.seconds,
+                    make_request=scenario.request,
+                    on_response=tally.judge,
+                    headers=lambda req: req.context,
+                    timeout=args.timeout,
+                    monitor=monitor,
+                ),
                 concurrency=args.concurrency,
-                warmup=args.warmup,
-                seconds=args.seconds,
-                make_request=scenario.request,
-                on_response=tally.judge,
-                headers=lambda req: req.context,
-                timeout=args.timeout,
-                monitor=monitor,
                 stagger=args.stagger,
             )
         )
-    latencies = sorted(result.latencies)
-    seconds = result.measured_seconds
-    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
     row: dict[str, Any] = {
         "server": server.name,
         "scenario": scenario.name,
@@ -486,24 +469,8 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         "auth": scenario.auth,
         "concurrency": args.concurrency,
         "workers": args.workers,
-        "measured_seconds": seconds,
-        "requests_completed": result.completed,
-        "requests_ok": tally.measured_ok,
-        "requests_per_s": tally.measured_ok / seconds,
-        "latency_ms": {
-            "p50": ms(percentile(latencies, 50)),
-            "p95": ms(percentile(latencies, 95)),
-            "p99": ms(percentile(latencies, 99)),
-            "max": ms(latencies[-1] if latencies else None),
-            "mean": ms(sum(latencies) / len(latencies) if latencies else None),
-        },
-        "statuses": dict(result.statuses),
-        "errors": sum(errors.values()) + tally.degraded,
-        "errors_by_status": errors,
+        **load_figures(result, tally),
         "degraded": tally.degraded,
-        "error_samples": tally.bad_bodies,
-        "requests_sent": result.sent,
-        "connections_opened": result.connects,
         "caches": args.caches,
         "cache_keys_cleared_before": cleared,
         "warmed": warmed,
@@ -522,12 +489,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, p50 {row['latency_ms']['p50']} ms, "
         f"p99 {row['latency_ms']['p99']} ms, errors {row['errors']}"
     )
-    if errors or tally.degraded:
-        log(f"  errors by status {errors}, degraded {tally.degraded}")
-        for sample in tally.bad_bodies:
-            log(f"  {sample}")
-        if any(k.startswith("5") for k in errors):
-            log(f"  server log tail:\n{server.log_tail()}")
+    log_errors(row, tally, server.log_tail)
     return row
 
 
@@ -657,7 +619,7 @@ def check_server(server: ServerProcess, key: ServerKey, board: BoardInfo, expect
     }
 
 
-def _correct_text(check: dict[str, Any]) -> str:
+def correct_text(check: dict[str, Any]) -> str:
     if check["ok"]:
         return "ok"
     return "MISMATCH " + "; ".join(check["mismatches"][:5])
@@ -733,7 +695,7 @@ def render(
         mine = [r for r in runs if r["server"] == name]
         parts.append(f"**{name}** ({mine[0]['concurrency']} connections)\n\n{render_server_table(mine)}")
         if name in checks:
-            parts.append(f"{name} correct: {_correct_text(checks[name])}")
+            parts.append(f"{name} correct: {correct_text(checks[name])}")
     parts.append(
         "During the measured window: CPU cores in use by group (and by the server's busiest worker processes), "
         "machine busy share (and before the scenario), the server's resident memory at the end, "
@@ -747,46 +709,17 @@ def render(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.reads",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--players", type=int, default=1_000_000, help="players on the board (default 1,000,000)")
-    parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per scenario (default 15)")
-    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
-    parser.add_argument("--concurrency", type=int, default=32, help="concurrent connections (default 32)")
+    parser = bench_parser("python -m bench.reads", __doc__)
+    add_run_args(
+        parser, "players", "seconds", "warmup", "concurrency", "workers", "board", "token-pool", "friend-players",
+        "friends", "throttle-rate", "seed", "timeout", "code", "profile", "stagger", "quiet-wait", "retries",
+        token_pool=5000, friend_players=2000, quiet_wait=180.0, retries=2,
+    )  # fmt: skip
     parser.add_argument(
         "--servers", type=csv_choices(tuple(SERVERS)), default=["uvicorn", "gunicorn"], help="default uvicorn,gunicorn"
     )
     parser.add_argument(
         "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}"
-    )
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
-    parser.add_argument("--board", default="rating", help="board of bench/game.toml to read (default rating)")
-    parser.add_argument("--token-pool", type=int, default=5000, help="players the rank scenarios read (default 5000)")
-    parser.add_argument("--friend-players", type=int, default=2000, help="players with a friend list (default 2000)")
-    parser.add_argument("--friends", type=int, default=200, help="friends each of them has (default 200)")
-    parser.add_argument(
-        "--throttle-rate",
-        default="100000000/min",
-        help="THROTTLE_PLAYER_READS and THROTTLE_ADDRESS_READS of the servers",
-    )
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the data (default 42)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a request counts as timed out")
-    parser.add_argument(
-        "--code",
-        metavar="REV|DIR",
-        help="measure this git revision (exported with git archive) or checkout instead of the working tree",
-    )
-    parser.add_argument(
-        "--profile", choices=("cpu", "wall"), help="record the server with py-spy during each measured window"
-    )
-    parser.add_argument(
-        "--stagger",
-        type=float,
-        default=0.01,
-        help="seconds between the starts of two connections (default 0.01; see bench/loadgen.py)",
     )
     parser.add_argument(
         "--caches",
@@ -796,25 +729,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "cold: start from empty caches (default warm)",
     )
     parser.add_argument(
-        "--quiet-wait",
-        type=float,
-        default=180.0,
-        help="seconds to wait before each scenario for the machine to be under 20%% busy (default 180)",
-    )
-    parser.add_argument(
-        "--retries",
-        type=int,
-        default=2,
-        help="runs of a scenario again when other work took over 0.25 cores during its window (default 2)",
-    )
-    parser.add_argument(
         "--no-wait", action="store_true", help="fail instead of waiting when another benchmark holds the lock"
     )
     args = parser.parse_args(argv)
-    if args.concurrency < 1 or args.seconds <= 0 or args.warmup < 0 or args.token_pool < 1:
-        parser.error("--concurrency, --seconds and --token-pool must be positive")
-    if args.friend_players < 1 or args.friends < 1 or args.players <= args.friend_players + args.friends:
-        parser.error("--players must exceed --friend-players + --friends (friends are drawn among the others)")
+    check_run_args(parser, args)
     return args
 
 
@@ -855,34 +773,28 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
                 runs.append(run_measured(ctx, name, ctx.scenarios[scenario_name]))
             with ServerProcess(name, env, workers=args.workers, extra_env=ctx.server_env) as server:
                 checks[name] = check_server(server, fixture.key, board, expected)
-            log(f"{name} correct: {_correct_text(checks[name])}")
+            log(f"{name} correct: {correct_text(checks[name])}")
         flush_redis(r)  # the board and its caches: ~150 MB of a Redis others use too
     text = render(runs, checks, args.servers, args)
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{text}\n", flush=True)
-    path = write_json(
+    report_results(
         "reads",
-        stamp,
-        {
-            "benchmark": "reads",
-            "started_at": started.isoformat(),
-            "command": command_line(),
-            "machine": machine,
-            "code": code.info,
-            "config": vars(args),
-            "game_file": "bench/game.toml",
-            "server_env": ctx.server_env,
-            "setup": fixture.setup,
-            "scenarios": SCENARIO_REQUESTS,
-            "runs": runs,
-            "correctness": checks,
-            "expected": {
-                "total": expected.total,
-                "ranks": {f"p{pk}": {"rank": rank, "score": value} for pk, (rank, value) in expected.ranks.items()},
-                "friend_lists": {f"p{owner}": len(ranks) for owner, ranks in expected.friend_ranks.items()},
-            },
+        text,
+        started=started,
+        machine=machine,
+        code=code.info,
+        config=vars(args),
+        game_file="bench/game.toml",
+        server_env=ctx.server_env,
+        setup=fixture.setup,
+        scenarios=SCENARIO_REQUESTS,
+        runs=runs,
+        correctness=checks,
+        expected={
+            "total": expected.total,
+            "ranks": {f"p{pk}": {"rank": rank, "score": value} for pk, (rank, value) in expected.ranks.items()},
+            "friend_lists": {f"p{owner}": len(ranks) for owner, ranks in expected.friend_ranks.items()},
         },
     )
-    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     return 0 if all(c["ok"] for c in checks.values()) else 2
 
 

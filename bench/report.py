@@ -33,6 +33,18 @@ def ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 2)
 
 
+def latency_ms(values: Sequence[float]) -> dict[str, float | None]:
+    """p50, p95, p99, max and mean of latencies in seconds, as milliseconds."""
+    ordered = sorted(values)
+    return {
+        "p50": ms(percentile(ordered, 50)),
+        "p95": ms(percentile(ordered, 95)),
+        "p99": ms(percentile(ordered, 99)),
+        "max": ms(ordered[-1] if ordered else None),
+        "mean": ms(sum(ordered) / len(ordered) if ordered else None),
+    }
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A markdown table; numbers are right-aligned."""
     cells = [[_cell(v) for v in row] for row in rows]
@@ -71,6 +83,39 @@ def write_json(kind: str, stamp: str, payload: dict[str, Any]) -> Path:
     tmp = path.with_suffix(".json.tmp")  # bench/results/*.tmp is git-ignored
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
     tmp.replace(path)
+    return path
+
+
+def report_results(
+    kind: str,
+    text: str,
+    *,
+    started: datetime,
+    machine: dict[str, Any],
+    code: dict[str, Any],
+    config: dict[str, Any],
+    **extra: Any,
+) -> Path:
+    """A focused benchmark's end: its tables printed under the machine and the command line,
+    and bench/results/<kind>-<stamp>.json written with what every result file starts with (the
+    benchmark, when, the command, the machine, the code measured, the configuration) and `extra`."""
+    from bench.machine import command_line, machine_line
+
+    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{text}\n", flush=True)
+    path = write_json(
+        kind,
+        utc_stamp(started),
+        {
+            "benchmark": kind,
+            "started_at": started.isoformat(),
+            "command": command_line(),
+            "machine": machine,
+            "code": code,
+            "config": config,
+            **extra,
+        },
+    )
+    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     return path
 
 

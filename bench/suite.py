@@ -1,6 +1,6 @@
 """The whole benchmark in one run: `make bench`, or `.venv/bin/python -m bench`.
 
-    .venv/bin/python -m bench [--players 1000000] [--duration 15] [--scenarios ...] [--smoke]
+    .venv/bin/python -m bench [--players 1000000] [--seconds 15] [--scenarios ...] [--smoke]
                               [--out DIR] [--publish] [--code REV|DIR]
 
 One board of N players (COPY), the serving setup `make run` starts (the web server with its
@@ -11,6 +11,8 @@ ZREVRANK on a sorted set of N members), the framework's ceiling (a bare Django J
 the same server) and what a user would build without us (the naive SQL rank). Writes
 bench/results/<stamp>.json, <stamp>.md and two PNG plots; `--publish` also puts them into
 docs/BENCHMARKS.md. See bench/README.md.
+
+Over 400 lines on purpose: every scenario of `make bench` with its checks and targets, read top to bottom as one run (its steps are the functions run_suite calls).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import redis
 
 from bench import anchors, cpu, ingest, loadgen, plots, reads
 from bench import server as server_module
-from bench.cli import csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     GAME_SLUG,
@@ -58,8 +60,9 @@ from bench.environment import (
 )
 from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, Laps, markdown_table, ms, percentile, utc_stamp
+from bench.report import RESULTS_DIR, Laps, latency_ms, markdown_table, ms, utc_stamp
 from bench.server import SERVERS, ServerProcess, background
+from bench.tally import Tally, load_figures, log_errors
 from scripts.web import DEFAULT_WORKERS as DEFAULT_WEB_WORKERS
 
 # In the order they run: anchors first, reads before writes (writes move the board), freeze last.
@@ -152,26 +155,6 @@ def _read(scenario: reads.Scenario) -> loadgen.Request:
     return req
 
 
-class Tally:
-    """Judges every response of a scenario: reads as bench.reads does, submissions as bench.ingest does."""
-
-    def __init__(self, submissions: dict[str, ingest.Scenario] | None = None) -> None:
-        self.submissions = submissions or {}
-        self.reads = reads.Tally()
-        self.ingest = ingest.Tally()
-
-    def judge(self, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
-        scenario = self.submissions.get(req.tag)
-        if scenario is not None:
-            scenario.judge(self.ingest, req, response, measured)
-        else:
-            self.reads.judge(req, response, measured)
-
-    @property
-    def measured_ok(self) -> int:
-        return self.reads.measured_ok + self.ingest.measured_ok_requests
-
-
 # --------------------------------------------------------------------------- measuring over HTTP
 
 
@@ -194,17 +177,6 @@ def _wait_quiet(args: argparse.Namespace) -> tuple[float, float]:
     if busy > BUSY_LIMIT:
         log(f"warning: the machine was {busy:.0%} busy before this scenario; other work skews the results")
     return busy, waited
-
-
-def _latency(values: Sequence[float]) -> dict[str, float | None]:
-    ordered = sorted(values)
-    return {
-        "p50": ms(percentile(ordered, 50)),
-        "p95": ms(percentile(ordered, 95)),
-        "p99": ms(percentile(ordered, 99)),
-        "max": ms(ordered[-1] if ordered else None),
-        "mean": ms(sum(ordered) / len(ordered) if ordered else None),
-    }
 
 
 def measure(
@@ -247,50 +219,39 @@ def _measure_once(
     if targets:
         log(f"{name}: warming the caches ({targets:,} reads)")
     warmed = {s.name: reads.warm_caches(srv.port, s, args.concurrency) for s in warm if s.warm_targets}
-    tally = Tally(submissions)
+    tally = Tally(dict(submissions or {}))
     load = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
-    log(f"{name}: {args.warmup:g} s warm-up + {args.duration:g} s, {load}")
+    log(f"{name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {load}")
     monitor = ServerMonitor(run.env, srv.pid, r=run.r)
-    common: dict[str, Any] = {
-        "host": "127.0.0.1",
-        "port": srv.port,
-        "warmup": args.warmup,
-        "seconds": args.duration,
-        "make_request": make_request,
-        "on_response": tally.judge,
-        "headers": lambda req: req.context,
-        "timeout": args.timeout,
-        "monitor": monitor,
-    }
+    spec = loadgen.Load(
+        host="127.0.0.1",
+        port=srv.port,
+        warmup=args.warmup,
+        seconds=args.seconds,
+        make_request=make_request,
+        on_response=tally.judge,
+        headers=lambda req: req.context,
+        timeout=args.timeout,
+        monitor=monitor,
+    )
     lag = ingest.LagSampler(run.env.database_url) if submissions else contextlib.nullcontext()
     with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
         if rate:
-            result = runner.run(loadgen.open_loop(rate=rate, **common))
+            result = runner.run(loadgen.open_loop(spec, rate=rate))
         else:
             assert concurrency is not None
-            result = runner.run(loadgen.closed_loop(concurrency=concurrency, stagger=args.stagger, **common))
+            result = runner.run(loadgen.closed_loop(spec, concurrency=concurrency, stagger=args.stagger))
     seconds = result.measured_seconds
-    errors = {k: v for k, v in result.statuses.items() if not k.startswith("2")}
     detail: dict[str, Any] = {
         "scenario": name,
         "loop": "open" if rate else "closed",
         "concurrency": concurrency,
         "rate": rate,
         "load": load,
-        "measured_seconds": seconds,
-        "requests_completed": result.completed,
-        "requests_ok": tally.measured_ok,
-        "requests_per_s": tally.measured_ok / seconds,
-        "latency_ms": _latency(result.latencies),
-        "latency_ms_by_tag": {tag: _latency(v) for tag, v in sorted(result.latencies_by_tag.items())},
+        **load_figures(result, tally),
+        "latency_ms_by_tag": {tag: latency_ms(v) for tag, v in sorted(result.latencies_by_tag.items())},
         "requests_by_tag": {tag: len(v) for tag, v in sorted(result.latencies_by_tag.items())},
-        "statuses": dict(result.statuses),
-        "errors": sum(errors.values()) + sum(tally.ingest.rejected.values()) + tally.reads.degraded,
-        "errors_by_status": errors,
-        "degraded": tally.reads.degraded,
-        "error_samples": tally.reads.bad_bodies + tally.ingest.bad_bodies,
-        "requests_sent": result.sent,
-        "connections_opened": result.connects,
+        "degraded": tally.degraded,
         "max_send_lag_ms": ms(result.max_send_lag) if rate else None,
         "cache_keys_cleared_before": cleared,
         "warmed": warmed,
@@ -305,17 +266,14 @@ def _measure_once(
     }
     if submissions:
         detail["projector_lag"] = lag.report()  # while the load ran (warm-up included)
-        detail["results_per_s"] = tally.ingest.measured_results / seconds
-        detail["rejected_by_code"] = dict(tally.ingest.rejected)
-        detail["acked_match_ids"] = tally.ingest.acked  # for the durability check; dropped from the JSON
+        detail["results_per_s"] = tally.measured_results / seconds
+        detail["rejected_by_code"] = dict(tally.rejected)
+        detail["acked_match_ids"] = tally.acked  # for the durability check; dropped from the JSON
     log(
         f"{name}: {detail['requests_per_s']:,.1f} req/s, p50 {detail['latency_ms']['p50']} ms, "
         f"p99 {detail['latency_ms']['p99']} ms, errors {detail['errors']}"
     )
-    if errors or detail["errors"]:
-        log(f"  errors by status {errors}; samples: {detail['error_samples'][:3]}")
-        if any(k.startswith("5") for k in errors):
-            log(f"  server log tail:\n{srv.log_tail()}")
+    log_errors(detail, tally, srv.log_tail)
     return detail
 
 
@@ -333,7 +291,7 @@ def check_writes(run: Run, detail: dict[str, Any]) -> None:
     detail["check"] = (
         "ok"
         if durable["ok"] and mirrored["ok"] and applied["ok"]
-        else f"durable: {ingest._durable_text(durable)} / mirrored: {ingest._mirrored_text(mirrored)}"
+        else f"durable: {ingest.durable_text(durable)} / mirrored: {ingest.mirrored_text(mirrored)}"
         f" / applied: {'ok' if applied['ok'] else str(applied['pending_rows']) + ' rows pending'}"
     )
     log(f"{detail['scenario']}: {len(set(acked)):,} acknowledged matches; durable and mirrored: {detail['check']}")
@@ -550,7 +508,7 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
     with serving(run) as srv:
         busy_before, _ = _wait_quiet(args)
         beside = f", beside batch ingest at {args.batch_concurrency} connections" if loaded else ""
-        log(f"{name}: {args.freshness_probers} probers for {args.duration:g} s{beside}")
+        log(f"{name}: {args.freshness_probers} probers for {args.seconds:g} s{beside}")
         monitor = ServerMonitor(run.env, srv.pid, r=run.r)
         lag = ingest.LagSampler(run.env.database_url)
         with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
@@ -562,16 +520,18 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
                 # its own thread and event loop: building and signing 1000-match bodies would
                 # otherwise hold up the probers' loop and count in their latencies
                 loads.append(asyncio.run(loadgen.closed_loop(
-                    host="127.0.0.1", port=srv.port, warmup=0, seconds=args.duration,
-                    make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
-                    headers=lambda req: req.context, timeout=args.timeout, concurrency=args.batch_concurrency,
-                    stagger=args.stagger,
+                    loadgen.Load(
+                        host="127.0.0.1", port=srv.port, warmup=0, seconds=args.seconds,
+                        make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
+                        headers=lambda req: req.context, timeout=args.timeout,
+                    ),
+                    concurrency=args.batch_concurrency, stagger=args.stagger,
                 )))  # fmt: skip
 
             loader = threading.Thread(target=batch_load, name="batch-load") if loaded else None
             if loader:
                 loader.start()
-            found = runner.run(_freshness(run, srv.port, args.freshness_probers, args.duration, tag=f"{name}-probe"))
+            found = runner.run(_freshness(run, srv.port, args.freshness_probers, args.seconds, tag=f"{name}-probe"))
             if loader:
                 loader.join()
             load_result = loads[0] if loads else None
@@ -581,18 +541,18 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
         "scenario": name,
         "load": f"{args.freshness_probers} probers" + (beside or ", nothing else"),
         "probes": len(samples),
-        "probes_per_s": len(samples) / args.duration,
-        "latency_ms": _latency(samples),
+        "probes_per_s": len(samples) / args.seconds,
+        "latency_ms": latency_ms(samples),
         "polls_per_probe": {"mean": round(sum(found["polls"]) / len(found["polls"]), 2) if found["polls"] else None,
                             "max": max(found["polls"], default=None)},
         "outcome": found["outcome"],
         "machine_busy_before": round(busy_before, 3),
         "cpu_cores": monitor.cores,
         "projector_lag": lag.report(),
-        "acked_match_ids": found["acked"] + tally.ingest.acked,
+        "acked_match_ids": found["acked"] + tally.acked,
     }  # fmt: skip
     if load_result is not None:
-        detail["batch_results_per_s"] = tally.ingest.measured_results / load_result.measured_seconds
+        detail["batch_results_per_s"] = tally.measured_results / load_result.measured_seconds
     not_visible = found["outcome"].get("not visible", 0)
     check_writes(run, detail)
     # (a smoke run's second of saturating batches may leave the probers no turn: no failure there)
@@ -612,7 +572,7 @@ def check_reads(run: Run) -> dict[str, Any]:
     expected = reads.expected_from_postgres(run.pg, run.board, run.fixture, random.Random(run.args.seed + 1))
     with serving(run) as srv:
         check = reads.check_server(srv, run.key, run.board, expected)
-    log(f"ranks vs SQL: {reads._correct_text(check)}")
+    log(f"ranks vs SQL: {reads.correct_text(check)}")
     return check
 
 
@@ -621,7 +581,7 @@ def scenario_freeze(run: Run) -> None:
     from scores.selectors import cached_board
     from seasons.services import window_freeze
 
-    cfg = cached_board(GAME_SLUG, run.args.board)
+    cfg = cached_board(GAME_SLUG, board_slug=run.args.board)
     rows = run.pg.execute(
         "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (run.board.id,)
     ).fetchone()[0]  # type: ignore[index]
@@ -629,7 +589,7 @@ def scenario_freeze(run: Run) -> None:
     started = time.perf_counter()
     freeze = window_freeze(board=cfg, window="all", reason="bench")
     seconds = time.perf_counter() - started
-    reads._release_django_connections()
+    reads.release_django_connections()
     entries = freeze.entries if freeze is not None else 0
     run.details["freeze"] = {
         "players": rows,
@@ -820,152 +780,86 @@ def run_details_for_render(rows: list[dict[str, Any]]) -> list[tuple[str, dict[s
 # --------------------------------------------------------------------------- command line
 
 
+SMOKE = {  # --smoke: tiny data, about a second per scenario (what tests/bench/test_smoke.py runs)
+    "players": 2000, "seconds": 1.0, "warmup": 0.3, "batch_size": 50, "batch_concurrency": 2, "concurrency": 8,
+    "token_pool": 200, "friend_players": 20, "friends": 200, "quiet_wait": 0.0, "retries": 0, "freshness_probers": 2,
+}  # fmt: skip
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--players", type=int, default=1_000_000, help="players on the board (default 1,000,000)")
-    parser.add_argument("--duration", type=float, default=15.0, help="measured seconds per scenario (default 15)")
-    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
+    parser = bench_parser("python -m bench", __doc__)
+    add_run_args(
+        parser, "players", "seconds", "warmup", "concurrency", "batch-size", "workers", "board", "token-pool",
+        "friend-players", "friends", "throttle-rate", "seed", "timeout", "stagger", "quiet-wait", "retries", "code",
+        workers=DEFAULT_WEB_WORKERS,
+    )  # fmt: skip
     parser.add_argument(
         "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}"
     )
     parser.add_argument("--smoke", action="store_true",
                         help="seconds, tiny data: 2,000 players, 1 s per scenario, one server (the test suite's run)")  # fmt: skip
-    parser.add_argument("--concurrency", type=int, default=32, help="closed-loop connections (default 32)")
-    parser.add_argument("--batch-size", type=int, default=1000, help="matches per batch request (default 1000)")
     parser.add_argument("--batch-concurrency", type=int, default=4, help="connections sending batches (default 4)")
     parser.add_argument("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
     parser.add_argument("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
     parser.add_argument("--server", choices=tuple(SERVERS), default=DEFAULT_SERVER,
                         help=f"serving setup (bench/server.py; default {DEFAULT_SERVER}, what `make run` starts)")  # fmt: skip
-    parser.add_argument("--workers", type=int, default=DEFAULT_WEB_WORKERS,
-                        help=f"HTTP worker processes (default {DEFAULT_WEB_WORKERS}: what `make run` starts)")  # fmt: skip
     parser.add_argument("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
-    parser.add_argument("--board", default="rating", help="board of bench/game.toml (default rating)")
-    parser.add_argument("--token-pool", type=int, default=2000, help="players the rank scenarios read (default 2000)")
-    parser.add_argument("--friend-players", type=int, default=500, help="players with a friend list (default 500)")
-    parser.add_argument("--friends", type=int, default=200, help="friends each of them has (default 200)")
-    parser.add_argument("--throttle-rate", default="100000000/min", help="the servers' read throttles (raised)")
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the data (default 42)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a request counts as timed out")
-    parser.add_argument("--stagger", type=float, default=0.01, help="seconds between connection starts (loadgen)")
-    parser.add_argument("--quiet-wait", type=float, default=60.0,
-                        help="seconds to wait before each scenario for the machine to be under 20%% busy (default 60)")  # fmt: skip
-    parser.add_argument("--retries", type=int, default=1,
-                        help="reruns of a read scenario that other work disturbed (default 1)")  # fmt: skip
+    parser.add_argument("--projectors", type=int, default=1, help="projector processes, partitions split (default 1)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
     parser.add_argument("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
-    parser.add_argument("--code", metavar="REV|DIR", help="measure this git revision or checkout (bench/code.py)")
     args = parser.parse_args(argv)
     if args.smoke:
         explicit = {a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:]) if a.startswith("--")}
-        smoke = {"players": 2000, "duration": 1.0, "warmup": 0.3, "batch_size": 50, "batch_concurrency": 2,
-                 "concurrency": 8, "token_pool": 200, "friend_players": 20, "friends": 200, "quiet_wait": 0.0,
-                 "retries": 0, "freshness_probers": 2}  # fmt: skip
-        for name, value in smoke.items():
+        for name, value in SMOKE.items():
             if f"--{name.replace('_', '-')}" not in explicit:
                 setattr(args, name, value)
-    if args.concurrency < 1 or args.duration <= 0 or args.warmup < 0 or args.players < 1:
-        parser.error("--concurrency, --duration and --players must be positive")
-    if not 1 <= args.batch_size <= 1000:
-        parser.error("--batch-size must be 1-1000 (contract section 4)")
-    if args.players <= args.friend_players + args.friends:
-        parser.error("--players must exceed --friend-players + --friends")
+    check_run_args(parser, args)
     return args
 
 
-def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
-    started = datetime.now(UTC)
-    wall = time.monotonic()
-    busy_at_start = cpu._busy_ticks()
-    load_at_start = os.getloadavg()
-    stamp = utc_stamp(started)
-    laps = Laps(1)
-    phases, phase = laps.seconds, laps.mark
+@dataclass
+class SuiteStart:
+    """What the suite notes before any work: the machine's state then, for the run's header."""
 
+    started: datetime
+    wall: float  # time.monotonic()
+    busy: tuple[int, int]  # cpu.busy_ticks()
+    load: tuple[float, float, float]  # os.getloadavg()
+    stamp: str
+    laps: Laps
+
+    @classmethod
+    def now(cls) -> SuiteStart:
+        started = datetime.now(UTC)
+        return cls(started, time.monotonic(), cpu.busy_ticks(), os.getloadavg(), utc_stamp(started), Laps(1))
+
+
+def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+    start = SuiteStart.now()
+    phase = start.laps.mark
     log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
     prepare_database(env)
     key = create_server_key(env)
     phase("database")
-    correctness: dict[str, Any] = {}
     with connect(env) as pg, redis_client(env) as r:
         machine = machine_info(pg, r)
         log(machine_line(machine))
         fixture = reads.set_up(args, env, key, pg, r)  # COPY, friendships, rebuild (timed), tokens
         phase("data")
         run = Run(args, env, key, pg, r, fixture, reads.server_env(args), secrets.token_hex(4), random.Random())
-        chosen = [s for s in SCENARIOS if s in args.scenarios]
-        if "redis" in chosen:
-            scenario_redis(run)
-            phase("redis")
-        with contextlib.ExitStack() as stack:
-            celery_commands = stack.enter_context(background(env, run.server_env, celery=args.celery))
-            if args.smoke:
-                run.shared_server = stack.enter_context(
-                    ServerProcess(args.server, env, workers=args.workers, extra_env=run.server_env)
-                )
-            for name in chosen:
-                if name in ("bare", "naive-sql", "top", "rank", "rank-open", "friends"):
-                    scenario_reads(run, name)
-                elif name == "mixed":
-                    scenario_mixed(run)
-                elif name in ("freshness", "freshness-loaded"):
-                    scenario_freshness(run, loaded=name == "freshness-loaded")
-                elif name in ("single", "batch"):
-                    scenario_ingest(run, name)
-                else:
-                    continue
-                phase(name)
-            correctness["ranks"] = check_reads(run)
-            phase("correctness")
-        if "freeze" in chosen:
-            scenario_freeze(run)
-            phase("freeze")
+        celery_commands, correctness = run_scenarios(run, phase)
         flush_redis(r, wait_freed=False)  # the board and its caches: ~150 MB at 1M of a Redis others use too
-    busy, total = cpu._busy_ticks()
-    machine["busy_during_run"] = round((busy - busy_at_start[0]) / max(total - busy_at_start[1], 1), 3)
-    machine["load_average_at_start"] = [round(x, 2) for x in load_at_start]
-    machine["server"] = args.server
-    machine["packages"] = _versions()
-    wall_seconds = round(time.monotonic() - wall, 1)
+    machine_during_run(machine, start, args)
+    wall_seconds = round(time.monotonic() - start.wall, 1)
     rows = summary(run.details)
     other = measures(run.details, fixture.setup)
-    table = render(rows, other)
-    disturbed = {n: d["cpu_cores"].get("other") for n, d in run.details.items() if "cpu_cores" in d}
     ok = correctness["ranks"]["ok"] and all(r["check"] in ("ok", "-") for r in rows + other)
-    header = (
-        f"{machine_line(machine)}; server `{args.server}` with {args.workers} workers"
-        f"{', Celery worker and beat' if args.celery else ''}, the projector, DEBUG off. {args.players:,} players; "
-        f"{args.duration:g} s measured per scenario after {args.warmup:g} s. Machine busy during the whole run: "
-        f"{machine['busy_during_run']:.0%} (load average {load_at_start[0]:.2f} at the start); other work's CPU during "
-        f"the windows at most {max(disturbed.values(), default=0):.2f} cores. Ranks vs SQL: "
-        f"{reads._correct_text(correctness['ranks'])}. Wall time {wall_seconds:.0f} s."
-    )
-    if "rank-open" in run.details:
-        lag = run.details["rank-open"]["max_send_lag_ms"] or 0.0
-        verdict = "it kept up" if lag < 5 else "the load generator fell behind: its own delay is in those latencies"
-        header += (
-            f" The open loop sent each request at most {lag:g} ms after its scheduled time ({verdict}; latency "
-            "counts from the scheduled time)."
-        )
-    markdown = f"{header}\n\n{table}\n"
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    title = f"{args.players:,} players, {machine['nproc']} CPU, {stamp}"
-    latency_png = plots.latency_plot(rows, out / f"{stamp}-latency.png", f"Latency per scenario ({title})")
-    throughput_png = plots.throughput_plot(rows, out / f"{stamp}-throughput.png", f"Throughput per scenario ({title})")
-    md_path = out / f"{stamp}.md"
-    md_path.write_text(
-        f"# Benchmark {stamp}\n\n{markdown}\n![latency]({latency_png.name})\n\n![throughput]({throughput_png.name})\n"
-    )
+    markdown = f"{run_header(run, machine, start, correctness, wall_seconds)}\n\n{render(rows, other)}\n"
     payload = {
         "benchmark": "suite",
-        "started_at": started.isoformat(),
+        "started_at": start.started.isoformat(),
         "wall_seconds": wall_seconds,
-        "phases_seconds": phases,
+        "phases_seconds": start.laps.seconds,
         "command": command_line(),
         "machine": machine,
         "code": code.info,
@@ -982,7 +876,103 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
         "scenarios": run.details,
         "correctness": correctness,
         "ok": ok,
-        "files": {"markdown": md_path.name, "latency_png": latency_png.name, "throughput_png": throughput_png.name},
+    }
+    latency_png, throughput_png, json_path = write_results(args.out, start.stamp, machine, markdown, rows, payload)
+    if args.publish and args.smoke:
+        log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
+    elif args.publish:
+        publish(markdown, latency_png, throughput_png, json_path)
+    return 0 if ok else 2
+
+
+def run_scenarios(run: Run, phase: Callable[[str], None]) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The chosen scenarios in SCENARIOS' order, each timed as a phase, then the reads checked
+    against SQL (while the servers still run) and the freeze. Returns (the Celery commands,
+    the correctness checks)."""
+    args, env = run.args, run.env
+    chosen = [s for s in SCENARIOS if s in args.scenarios]
+    correctness: dict[str, Any] = {}
+    if "redis" in chosen:
+        scenario_redis(run)
+        phase("redis")
+    with contextlib.ExitStack() as stack:
+        celery_commands = stack.enter_context(
+            background(env, run.server_env, celery=args.celery, projectors=args.projectors)
+        )
+        if args.smoke:
+            run.shared_server = stack.enter_context(
+                ServerProcess(args.server, env, workers=args.workers, extra_env=run.server_env)
+            )
+        for name in chosen:
+            if name in ("bare", "naive-sql", "top", "rank", "rank-open", "friends"):
+                scenario_reads(run, name)
+            elif name == "mixed":
+                scenario_mixed(run)
+            elif name in ("freshness", "freshness-loaded"):
+                scenario_freshness(run, loaded=name == "freshness-loaded")
+            elif name in ("single", "batch"):
+                scenario_ingest(run, name)
+            else:
+                continue
+            phase(name)
+        correctness["ranks"] = check_reads(run)
+        phase("correctness")
+    if "freeze" in chosen:
+        scenario_freeze(run)
+        phase("freeze")
+    return celery_commands, correctness
+
+
+def machine_during_run(machine: dict[str, Any], start: SuiteStart, args: argparse.Namespace) -> None:
+    """Add to the machine's description how busy it was over the run and what served."""
+    busy, total = cpu.busy_ticks()
+    machine["busy_during_run"] = round((busy - start.busy[0]) / max(total - start.busy[1], 1), 3)
+    machine["load_average_at_start"] = [round(x, 2) for x in start.load]
+    machine["server"] = args.server
+    machine["packages"] = _versions()
+
+
+def run_header(
+    run: Run, machine: dict[str, Any], start: SuiteStart, correctness: dict[str, Any], wall_seconds: float
+) -> str:
+    """The paragraph above the tables: the setup, the load, how busy the machine was, the checks."""
+    args = run.args
+    disturbed = {n: d["cpu_cores"].get("other") for n, d in run.details.items() if "cpu_cores" in d}
+    header = (
+        f"{machine_line(machine)}; server `{args.server}` with {args.workers} workers"
+        f"{', Celery worker and beat' if args.celery else ''}, the projector, DEBUG off. {args.players:,} players; "
+        f"{args.seconds:g} s measured per scenario after {args.warmup:g} s. Machine busy during the whole run: "
+        f"{machine['busy_during_run']:.0%} (load average {start.load[0]:.2f} at the start); other work's CPU during "
+        f"the windows at most {max(disturbed.values(), default=0):.2f} cores. Ranks vs SQL: "
+        f"{reads.correct_text(correctness['ranks'])}. Wall time {wall_seconds:.0f} s."
+    )
+    if "rank-open" in run.details:
+        lag = run.details["rank-open"]["max_send_lag_ms"] or 0.0
+        verdict = "it kept up" if lag < 5 else "the load generator fell behind: its own delay is in those latencies"
+        header += (
+            f" The open loop sent each request at most {lag:g} ms after its scheduled time ({verdict}; latency "
+            "counts from the scheduled time)."
+        )
+    return header
+
+
+def write_results(
+    out: Path, stamp: str, machine: dict[str, Any], markdown: str, rows: list[dict[str, Any]], payload: dict[str, Any]
+) -> tuple[Path, Path, Path]:
+    """<stamp>-latency.png, <stamp>-throughput.png, <stamp>.md and <stamp>.json in `out` (the JSON
+    written whole or not at all). Returns the plots' and the JSON's paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    title = f"{payload['config']['players']:,} players, {machine['nproc']} CPU, {stamp}"
+    latency_png = plots.latency_plot(rows, out / f"{stamp}-latency.png", f"Latency per scenario ({title})")
+    throughput_png = plots.throughput_plot(rows, out / f"{stamp}-throughput.png", f"Throughput per scenario ({title})")
+    md_path = out / f"{stamp}.md"
+    md_path.write_text(
+        f"# Benchmark {stamp}\n\n{markdown}\n![latency]({latency_png.name})\n\n![throughput]({throughput_png.name})\n"
+    )
+    payload["files"] = {
+        "markdown": md_path.name,
+        "latency_png": latency_png.name,
+        "throughput_png": throughput_png.name,
     }
     json_path = out / f"{stamp}.json"
     tmp = json_path.with_suffix(".json.tmp")
@@ -990,11 +980,7 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     tmp.replace(json_path)
     print(f"\n{markdown}", flush=True)
     print(f"results: {json_path}, {md_path.name}, {latency_png.name}, {throughput_png.name}")
-    if args.publish and args.smoke:
-        log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
-    elif args.publish:
-        publish(markdown, latency_png, throughput_png, json_path)
-    return 0 if ok else 2
+    return latency_png, throughput_png, json_path
 
 
 def _versions() -> dict[str, str | None]:

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.cli import run_benchmark
+from bench.cli import add_run_args, run_benchmark
 from bench.code import CodeTree
 from bench.environment import (
     BenchEnv,
@@ -56,8 +56,8 @@ from bench.environment import (
     redis_client,
 )
 from bench.loadgen import HttpConnection, Request, sign
-from bench.machine import command_line, machine_info, machine_line
-from bench.report import RESULTS_DIR, markdown_table, ms, percentile, utc_stamp, write_json
+from bench.machine import machine_info
+from bench.report import markdown_table, ms, percentile, report_results
 from bench.server import ServerProcess, background
 
 GAME = "bench"
@@ -341,21 +341,15 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
         with connect(env) as pg, redis_client(env) as r:
             machine = machine_info(pg, r)
     table = render(steps)
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{table}\n", flush=True)
-    path = write_json(
+    report_results(
         "websockets",
-        utc_stamp(started),
-        {
-            "benchmark": "websockets",
-            "started_at": started.isoformat(),
-            "command": command_line(),
-            "machine": machine,
-            "code": code.info,
-            "config": vars(args),
-            "steps": steps,
-        },
+        table,
+        started=started,
+        machine=machine,
+        code=code.info,
+        config=vars(args),
+        steps=steps,
     )
-    print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     return 0
 
 
@@ -366,9 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", type=int, default=8, help="submissions in the quiet phase")
     parser.add_argument("--quiet-gap", type=float, default=1.5, help="seconds between quiet submissions")
     parser.add_argument("--busy-rate", type=float, default=20.0, help="submissions a second in the busy phase")
-    parser.add_argument("--seconds", type=float, default=10.0, help="length of the busy phase")
     parser.add_argument("--interval", type=float, default=1.0, help="LIVE_INTERVAL_SECONDS of the servers")
-    parser.add_argument("--code", metavar="REV|DIR")
+    add_run_args(parser, "seconds", "code", seconds=10.0)  # seconds: the busy phase, the measured one
     args = parser.parse_args(argv)
     return run_benchmark(args, run, wait=True)
 

@@ -279,7 +279,7 @@ def subscription_open(
     game: str, board: str, spec: str, region: str | None, token: str | None, user_id: int | None
 ) -> Subscription:
     """What a websocket asks for, resolved as the HTTP reads resolve it; raises Refused."""
-    cfg = cached_board(game, board)
+    cfg = cached_board(game, board_slug=board)
     if cfg is None:
         what = "board" if cached_game(game)[0] is not None else "game"
         raise Refused(NOT_FOUND, f"unknown {what}")
@@ -311,7 +311,7 @@ def subscription_open(
             raise Refused(FORBIDDEN, "token of another game")
         pk = principal.player_pk
     elif user_id:
-        pk = player_of_user(user_id, cfg.game_id)
+        pk = player_of_user(user_id, game_id=cfg.game_id)
     return Subscription(cfg, window, pk, ends_at)
 
 

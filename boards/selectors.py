@@ -109,7 +109,7 @@ def player_pk(game_id: int, external_id: str) -> int | None:
     key = f"pid:{game_id}:{external_id}"
     pk = cache.get(key)
     if pk is None:
-        pk = selectors.player_pk(game_id, external_id)
+        pk = selectors.player_pk(game_id, external_id=external_id)
         if pk is not None:
             cache.set(key, pk, PLAYER_ID_TTL)
     if pk is not None:
@@ -162,7 +162,7 @@ def _profiles(board: BoardConfig, window: str, members: dict[int, int]) -> dict[
             _local_profiles[k] = (now, cached[k])
     missing = [pk for pk in members if pk not in found]
     if missing:
-        loaded = selectors.profiles(board.id, window, missing)
+        loaded = selectors.profiles(board.id, window=window, pks=missing)
         found.update(loaded)
         # a profile whose value Postgres has moved on from is not cached under the old score;
         # rolling windows have no value row (encoded None) and are cached as they are
@@ -269,7 +269,7 @@ def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> Page:
         s = _from_redis(board, window, _page_script(board, window, "range", offset, stop))
         degraded = False
     except REDIS_DOWN:
-        s, degraded = _from_postgres(selectors.durable_range(board, window, offset, stop)), True
+        s, degraded = _from_postgres(selectors.durable_range(board, window=window, start=offset, stop=stop)), True
     return Page(window=window, total=s.total, entries=_entries(board, s, offset, stop), degraded=degraded)
 
 
@@ -292,9 +292,9 @@ def player_standing(
         degraded = False
         position = next(s.start + i for i, (member, _) in enumerate(s.rows) if member == pk)
     except REDIS_DOWN:
-        position = selectors.durable_position(board, window, pk)
+        position = selectors.durable_position(board, window=window, pk=pk)
         lo = max(0, (position or 0) - around)
-        s = _from_postgres(selectors.durable_range(board, window, lo, (position or 0) + around))
+        s = _from_postgres(selectors.durable_range(board, window=window, start=lo, stop=(position or 0) + around))
         degraded = True
         if position is None:
             return Standing(window, s.total, None, None, [], degraded=True)
@@ -352,7 +352,7 @@ def friends_board(board: BoardConfig, window: str, pk: int) -> FriendsBoard:
         standings, profiles = _standings(board, window, members)
         degraded = False
     except REDIS_DOWN:
-        standings, profiles = selectors.durable_standings(board, window, members)
+        standings, profiles = selectors.durable_standings(board, window=window, pks=members)
         degraded = True
     ordered = sorted(standings, key=lambda m: standings[m][1])
     shared = board.rank_display == "shared"
@@ -392,7 +392,7 @@ def standings_of(board: BoardConfig, window: str, pks: list[int]) -> dict[int, E
     try:
         standings, profiles = _standings(board, window, pks)
     except REDIS_DOWN:
-        standings, profiles = selectors.durable_standings(board, window, pks)
+        standings, profiles = selectors.durable_standings(board, window=window, pks=pks)
     shared = board.rank_display == "shared"
     out = {}
     for pk, (encoded, position, better) in standings.items():

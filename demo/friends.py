@@ -52,7 +52,7 @@ def demo_friends_create(*, config: GameConfig, seed: int = 1) -> int:
     load has just filled). Returns the rows written (two per friendship)."""
     game_id = config.game.id
     pks = list(Player.objects.filter(game_id=game_id).order_by("id").values_list("id", flat=True))
-    login = player_pk(game_id, DEMO_LOGIN)
+    login = player_pk(game_id, external_id=DEMO_LOGIN)
     if len(pks) < 2 or login is None:
         return 0
     # the login is index 0, the rest in id order

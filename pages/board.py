@@ -97,7 +97,7 @@ def page_number(raw: str | None) -> int:
 # --- standings -------------------------------------------------------------------------------
 
 
-def may_read(request: HttpRequest, viewer_pk: int | None, pk: int) -> bool:
+def may_read(request: HttpRequest, *, viewer_pk: int | None, pk: int) -> bool:
     """The API's rule for reading one player (boards.api.PlayerReadApi): staff, the player, a friend."""
     if getattr(request.user, "is_staff", False) or viewer_pk == pk:
         return True
@@ -163,7 +163,7 @@ def _friends(cfg: BoardConfig, window: str, freeze: WindowFreeze | None, me_pk: 
     ]
 
 
-def mine_read(cfg: BoardConfig, where: Where, me_pk: int | None) -> tuple[Card | None, list[Row] | None]:
+def mine_read(cfg: BoardConfig, *, where: Where, me_pk: int | None) -> tuple[Card | None, list[Row] | None]:
     """The signed-in player's rank card and friends' board (None, None for anyone else)."""
     if me_pk is None:
         return None, None
@@ -247,7 +247,7 @@ def _focus(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | No
     if pk is None:
         return Card(focus_id, "", None, None, None, total, [], hidden=False)
     focus = _frozen_card(where.freeze, pk, me_pk) if where.freeze else _live_card(cfg, where.window, pk, me_pk)
-    if focus.rank is not None and focus.rank > PUBLIC_DEPTH and not may_read(request, me_pk, pk):
+    if focus.rank is not None and focus.rank > PUBLIC_DEPTH and not may_read(request, viewer_pk=me_pk, pk=pk):
         return Card(focus.player, focus.display_name, None, None, None, total, [], hidden=True)
     return focus
 
@@ -267,7 +267,7 @@ def _search(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | N
     hits = []
     for pk, ext, name in found.players:
         rank, score = standing.get(pk, (None, None))
-        hidden = rank is not None and rank > PUBLIC_DEPTH and not may_read(request, me_pk, pk)
+        hidden = rank is not None and rank > PUBLIC_DEPTH and not may_read(request, viewer_pk=me_pk, pk=pk)
         hits.append(Hit(ext, name, None if hidden else rank, None if hidden else score, hidden))
     return Search(q, hits, found.count, found.more)
 
@@ -287,7 +287,7 @@ def board_page_read(
     degraded = False
     freeze = where.freeze
     if freeze is not None:
-        standings = frozen.standings_page(freeze, offset, PAGE_SIZE)
+        standings = frozen.standings_page(freeze, offset=offset, limit=PAGE_SIZE)
         total = freeze.entries
         rows = [
             Row(s.rank, s.player.external_id, s.player.display_name, s.value, me=s.player_id == me_pk)
@@ -298,7 +298,7 @@ def board_page_read(
         total, degraded = top.total, top.degraded
         rows = [_row(e, me_pk) for e in top.entries]
 
-    card, friends = mine_read(cfg, where, me_pk)
+    card, friends = mine_read(cfg, where=where, me_pk=me_pk)
     search = _search(request, cfg, where, me_pk)
     focus = _focus(request, cfg, where, me_pk, total)
 
@@ -318,7 +318,7 @@ def board_page_read(
         (r.slug, r.slug.upper(), r.slug == where.region) for r in cfg.regions
     ]
     pages = max(1, min(math.ceil(total / PAGE_SIZE), MAX_PAGE))
-    past = past_windows(cfg, now, game.retention_periods, where)
+    past = past_windows(cfg, now=now, retention=game.retention_periods, where=where)
     ws_query = {"window": where.spec if where.is_current else plain_window}
     if where.region:
         ws_query["region"] = where.region
@@ -363,4 +363,4 @@ def _player_url(cfg: BoardConfig, external_id: str) -> str:
 
 def _focus_readable(request: HttpRequest, cfg: BoardConfig, me_pk: int | None, focus: Card) -> bool:
     pk = selectors.player_pk(cfg.game_id, focus.player)
-    return pk is not None and may_read(request, me_pk, pk)
+    return pk is not None and may_read(request, viewer_pk=me_pk, pk=pk)

@@ -57,17 +57,17 @@ def game_page(request: HttpRequest, game: str) -> HttpResponse:
 
 
 def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
-    cfg = cached_board(game, board)
+    cfg = cached_board(game, board_slug=board)
     if cfg is None:
         return not_found(request, f"There is no board {board!r} in game {game!r}.")
     if (name := _control_characters(request)) is not None:
         return not_found(request, f"The {name!r} parameter holds a control character.", status=400)
     config = cached_game_config(game)
     now = timezone.now()
-    where = where_read(request, cfg, now)
+    where = where_read(request, cfg=cfg, now=now)
     if isinstance(where, str):
         return not_found(request, where)
-    me_pk = player_of_user(request.user.id, cfg.game_id) if request.user.is_authenticated else None
+    me_pk = player_of_user(request.user.id, game_id=cfg.game_id) if request.user.is_authenticated else None
     if request.GET.get("part") == RANK_CARD_PART:
         return _rank_card_part(request, cfg, where, me_pk)
     page = board_read.board_page_read(
@@ -82,7 +82,7 @@ def _rank_card_part(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk:
     arrives (the message carries only the rank and score; the percentile and the neighbours
     come from here). Only ever the session's own player, whatever else the query says; anyone
     else (anonymous, or a user who does not play this game) gets 204 and no body."""
-    card, friends = board_read.mine_read(cfg, where, me_pk)
+    card, friends = board_read.mine_read(cfg, where=where, me_pk=me_pk)
     if card is None:
         response = HttpResponse(status=204)
     else:
@@ -103,13 +103,13 @@ def player_page(request: HttpRequest, game: str, player: str) -> HttpResponse:
     config = cached_game_config(game)
     if config is None:
         return not_found(request, f"There is no game {game!r}.")
-    pk = player_pk(config.game.id, player)
+    pk = player_pk(config.game.id, external_id=player)
     if pk is None:
         return not_found(request, f"There is no player {player!r} in {config.game.name}.")
     if not request.user.is_authenticated:
         return redirect(f"{reverse('login')}?{urlencode({'next': request.get_full_path()})}")
-    me_pk = player_of_user(request.user.id, config.game.id)
-    if not board_read.may_read(request, me_pk, pk):
+    me_pk = player_of_user(request.user.id, game_id=config.game.id)
+    if not board_read.may_read(request, viewer_pk=me_pk, pk=pk):
         message = "A player's results are shown to the player, their friends and staff."
         return render(request, "pages/forbidden.html", {"message": message}, status=403)
     only = (request.GET.get("board") or "").strip()[:64]
@@ -141,13 +141,13 @@ def _positive(raw: str | None) -> int:
 def archive_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
     """A board's ended seasons and frozen windows."""
     config = cached_game_config(game)
-    cfg = cached_board(game, board)
+    cfg = cached_board(game, board_slug=board)
     if config is None or cfg is None:
         return not_found(request, f"There is no board {board!r} in game {game!r}.")
     region = (request.GET.get("region") or "").strip()[:64]
     if region and cfg.region(region) is None:
         return not_found(request, f"Board {cfg.slug!r} has no region {region!r}.")
-    me_pk = player_of_user(request.user.id, cfg.game_id) if request.user.is_authenticated else None
+    me_pk = player_of_user(request.user.id, game_id=cfg.game_id) if request.user.is_authenticated else None
     page = archive_read(config=config, cfg=cfg, region=region, me_pk=me_pk, now=timezone.now())
     return render(request, "pages/archive.html", {"p": page})
 

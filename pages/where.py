@@ -38,7 +38,7 @@ class Where:
         return urlencode({**params, **extra})
 
 
-def where_read(request: HttpRequest, cfg: BoardConfig, now: datetime) -> Where | str:
+def where_read(request: HttpRequest, *, cfg: BoardConfig, now: datetime) -> Where | str:
     """The board window the request asks for, or why there is none (a 404's message)."""
     region = (request.GET.get("region") or "").strip()[:64]
     tz = cfg.reset_timezone
@@ -56,7 +56,7 @@ def where_read(request: HttpRequest, cfg: BoardConfig, now: datetime) -> Where |
         window = windows.in_region(region, window)
     current = _current_windows(cfg, now, tz, region)
     is_current = window in {w for _, _, w in current}
-    freeze = None if is_current else frozen.latest_freeze(cfg.id, window)
+    freeze = None if is_current else frozen.latest_freeze(cfg.id, window=window)
     return Where(spec, region, tz, window, current, is_current, freeze)
 
 
@@ -72,7 +72,7 @@ def _current_windows(cfg: BoardConfig, now: datetime, tz: str, region: str) -> l
     return out
 
 
-def past_windows(cfg: BoardConfig, now: datetime, retention: int, where: Where) -> list[str]:
+def past_windows(cfg: BoardConfig, *, now: datetime, retention: int, where: Where) -> list[str]:
     """Earlier windows a visitor can open (without the region prefix: the region is a parameter
     of its own): those with frozen standings and those whose sorted set is still retained,
     newest first per kind."""

@@ -24,7 +24,10 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class BoardSpec:
+class BoardDefinition:
+    """What a board's TOML table says and its stored row keeps: the fields the parsed spec
+    (BoardSpec) and the readers' cached board (scores.selectors.BoardConfig) share."""
+
     slug: str
     name: str
     order: str
@@ -34,6 +37,10 @@ class BoardSpec:
     max_score: int
     max_total: int | None
     rank_display: str
+
+
+@dataclass(frozen=True)
+class BoardSpec(BoardDefinition):
     regions: bool = False
     anticheat: tuple[tuple[str, int | float], ...] = ()  # threshold overrides, sorted by key
     format: str = "integer"  # how pages show a score (scores/formats.py)

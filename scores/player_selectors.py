@@ -1,6 +1,6 @@
 """Reads about players for the player pages: names, search by id or display-name prefix, a
 player's results and values. (The reads the ingest and board paths need stay in
-scores/selectors.py.)"""
+scores/selectors/.)"""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from scores.windows import bounds, claim_seasons
 Ref = tuple[int, str, int]  # board_id, window, player_id
 
 
-def stored_matches_load(config: GameConfig, match_pks: Sequence[int]) -> list[tuple[int, MatchIn, dict[str, int]]]:
+def stored_matches_load(config: GameConfig, *, match_pks: Sequence[int]) -> list[tuple[int, MatchIn, dict[str, int]]]:
     """Stored matches as ingest saw them: (pk, match, {player external id: pk}); each result's
     region is the one its player held for the season (fixed per season, so the same)."""
     with connection.cursor() as cur:
@@ -80,10 +80,10 @@ def _regions(config: GameConfig, player_pks: set[int]) -> dict[tuple[int, str | 
         return {(p, s): r for p, s, r in cur.fetchall()}
 
 
-def matches_refs(config: GameConfig, match_pks: Sequence[int]) -> set[Ref]:
+def matches_refs(config: GameConfig, *, match_pks: Sequence[int]) -> set[Ref]:
     """Every (board, window, player) value these matches counted in (or would have)."""
     refs: set[Ref] = set()
-    for _, match, players in stored_matches_load(config, match_pks):
+    for _, match, players in stored_matches_load(config, match_pks=match_pks):
         for r in match.results:
             board = config.boards[r.board]
             refs.update(
@@ -124,7 +124,7 @@ def matches_counted_since_arrival(match_pks: Sequence[int]) -> None:
         )
 
 
-def matches_count(config: GameConfig, match_pks: Sequence[int]) -> int:
+def matches_count(config: GameConfig, *, match_pks: Sequence[int]) -> int:
     """Count matches a moderator approved (the caller set them accepted) exactly as ingest
     would have counted them on arrival, except in windows frozen meanwhile: a match held on
     arrival begins to count now (counts_from; one held after the fact keeps its arrival).
@@ -198,7 +198,7 @@ SELECT u.w, u.p, SUM(r.score)::bigint, COALESCE(MAX(r.ended_at) FILTER (WHERE r.
 )
 
 
-def values_recompute(config: GameConfig, refs: set[Ref], *, reason: str) -> list[Ref]:
+def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list[Ref]:
     """Recompute values from the players' remaining accepted matches (after a void or a hold),
     in SQL: best = the largest encoded result in the window, total = the sum. Rows with nothing
     left are deleted. The caller owns the transaction and has set the matches' status.

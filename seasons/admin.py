@@ -41,7 +41,7 @@ class ExportForm(forms.Form):
         board = data.get("board")
         if board is None or not data.get("window"):
             return data
-        config = cached_board(board.game.slug, board.slug)
+        config = cached_board(board.game.slug, board_slug=board.slug)
         spec = data["window"].strip()
         region, base = windows.split_region(spec)
         tz = config.reset_timezone
@@ -55,7 +55,7 @@ class ExportForm(forms.Form):
         except windows.UnknownWindow as exc:
             raise forms.ValidationError(str(exc)) from None
         data["config"], data["window"] = config, windows.in_region(region, window) if region else window
-        data["freeze"] = freeze_of(config.id, data["window"], data.get("version"))
+        data["freeze"] = freeze_of(config.id, window=data["window"], version=data.get("version"))
         if data.get("version") and data["freeze"] is None:
             raise forms.ValidationError(f"{data['window']} has no frozen version {data['version']}")
         return data
@@ -144,7 +144,7 @@ class WindowFreezeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         freezes = list(queryset.select_related("board__game").order_by("board_id", "window", "version"))
         parts = []
         for i, f in enumerate(freezes):
-            lines = window_csv(cached_board(f.board.game.slug, f.board.slug), f.window, f)
+            lines = window_csv(cached_board(f.board.game.slug, board_slug=f.board.slug), f.window, f)
             parts.append(lines if i == 0 else _without_header(lines))
         response = HttpResponse((line for part in parts for line in part), content_type="text/csv")
         response["Content-Disposition"] = 'attachment; filename="standings.csv"'

@@ -67,10 +67,10 @@ class StandingsApi(APIView):
             if cfg.region(region) is None:
                 raise NotFound(f"board {board!r} has no region {region!r}", code="unknown_region")
             window = windows.in_region(region, window)
-        freeze = latest_freeze(cfg.id, window)
+        freeze = latest_freeze(cfg.id, window=window)
         if freeze is None:
             raise NotFound(f"the standings of {window} are not frozen yet", code="not_frozen")
-        entries = standings_page(freeze, q["offset"], q["limit"])
+        entries = standings_page(freeze, offset=q["offset"], limit=q["limit"])
         body = StandingsOutSerializer(
             {
                 "game": game,
@@ -121,7 +121,7 @@ class WindowExportApi(APIView):
         cfg = _board(game, board)
         q = _query(ExportQuerySerializer, request)
         window = _window(cfg, q["window"], q.get("region"))
-        freeze = freeze_of(cfg.id, window, q.get("version"))
+        freeze = freeze_of(cfg.id, window=window, version=q.get("version"))
         if q.get("version") and freeze is None:
             raise NotFound(f"{window} has no frozen version {q['version']}", code="unknown_version")
         return csv_response(cfg, window, freeze)

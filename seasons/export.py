@@ -32,7 +32,7 @@ def window_csv(board: BoardConfig, window: str, freeze: WindowFreeze | None) -> 
     writer.writerow(HEADER)
     yield flush()
     version = str(freeze.version) if freeze is not None else LIVE
-    rows = standings_rows(freeze) if freeze is not None else window_rows(board, window)
+    rows = standings_rows(freeze) if freeze is not None else window_rows(board, window=window)
     for n, (position, rank, player, name, value, reached_at) in enumerate(rows, 1):
         writer.writerow(
             [board.game_slug, board.slug, window, version, rank, position, player, name, value, reached_at.isoformat()]

@@ -31,11 +31,11 @@ def frozen_windows(pairs: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
         return set(cur.fetchall())
 
 
-def latest_freeze(board_id: int, window: str) -> WindowFreeze | None:
+def latest_freeze(board_id: int, *, window: str) -> WindowFreeze | None:
     return WindowFreeze.objects.filter(board_id=board_id, window=window).order_by("-version").first()
 
 
-def standings_page(freeze: WindowFreeze, offset: int, limit: int) -> list[Standing]:
+def standings_page(freeze: WindowFreeze, *, offset: int, limit: int) -> list[Standing]:
     return list(
         Standing.objects.filter(freeze=freeze, position__gt=offset, position__lte=offset + limit)
         .select_related("player")
@@ -43,10 +43,10 @@ def standings_page(freeze: WindowFreeze, offset: int, limit: int) -> list[Standi
     )
 
 
-def freeze_of(board_id: int, window: str, version: int | None = None) -> WindowFreeze | None:
+def freeze_of(board_id: int, *, window: str, version: int | None = None) -> WindowFreeze | None:
     """A window's frozen standings: the given version, or the latest."""
     if version is None:
-        return latest_freeze(board_id, window)
+        return latest_freeze(board_id, window=window)
     return WindowFreeze.objects.filter(board_id=board_id, window=window, version=version).first()
 
 

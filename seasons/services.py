@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from scores import encoding, windows
 from scores.cutoffs import window_cutoff_set
-from scores.models import Game, Match
-from scores.selectors import BoardConfig, game_config
+from scores.models import Game
+from scores.selectors import BoardConfig, game_config, held_touching_top
 from seasons.models import WindowClose, WindowFreeze
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def windows_close(*, now: datetime | None = None) -> CloseReport:
                 if window in done:
                     continue
                 label = f"{game.slug}/{board.slug} {window}"
-                blocking = held_blocking(board, window, config.seasons)
+                blocking = held_blocking(board, window=window, seasons=config.seasons)
                 if blocking:
                     _close_state(board.id, window, WindowClose.State.WAITING, blocking)
                     report.waiting.append(label)
@@ -71,43 +71,19 @@ def windows_close(*, now: datetime | None = None) -> CloseReport:
     return report
 
 
-def held_blocking(board: BoardConfig, window: str, seasons: tuple[windows.SeasonSpan, ...]) -> str:
+def held_blocking(board: BoardConfig, *, window: str, seasons: tuple[windows.SeasonSpan, ...]) -> str:
     """Why a season window must not be frozen yet ("" if it may): held matches whose
     results touch the season's top 1000 (a player in it, or a score that would enter it)."""
     if not window.startswith("season:"):
         return ""
     start, end = windows.bounds(window, board.reset_timezone, seasons)
-    held = list(
-        Match.objects.filter(
-            game_id=board.game_id,
-            status=Match.Status.HELD,
-            ended_at__gte=start,
-            ended_at__lt=end,
-            results__board_id=board.id,
-        )
-        .values_list("match_id", "ended_at", "results__player_id", "results__score")
-        .order_by("match_id")
-    )
-    if not held:
-        return ""
-    with connection.cursor() as cur:
-        cur.execute(
-            'SELECT player_id, encoded, value FROM scores_playervalue WHERE board_id = %s AND "window" = %s '
-            "ORDER BY encoded DESC LIMIT %s",
-            [board.id, window, HELD_TOP],
-        )
-        top = cur.fetchall()
-    top_players = {p: v for p, _, v in top}
-    threshold = top[-1][1] if len(top) >= HELD_TOP else None
-    touching = []
-    for match_id, ended_at, player_id, score in held:
-        value = score + top_players.get(player_id, 0) if board.mode == "total" else score
-        if threshold is None or player_id in top_players or encoding.encode(board, value, ended_at) >= threshold:
-            touching.append(match_id)
+    touching = held_touching_top(board, window=window, start=start, end=end, top=HELD_TOP)
     if not touching:
         return ""
-    names = ", ".join(sorted(set(touching))[:10])
-    return f"{len(set(touching))} held match(es) touch the top {HELD_TOP}: {names}. Approve or void them to close the season."
+    names = ", ".join(touching[:10])
+    return (
+        f"{len(touching)} held match(es) touch the top {HELD_TOP}: {names}. Approve or void them to close the season."
+    )
 
 
 def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: bool = False) -> WindowFreeze | None:

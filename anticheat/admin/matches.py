@@ -223,7 +223,7 @@ class PlayerModerationAdmin(PlayerAdmin):
                 except windows.UnknownWindow:
                     cells.append((kind, "no current window", ""))
                     continue
-                found, _ = durable_standings(board, window, [obj.pk])
+                found, _ = durable_standings(board, window=window, pks=[obj.pk])
                 if obj.pk not in found:
                     cells.append((window, "no score", ""))
                     continue

@@ -126,7 +126,7 @@ def _friend_entry(f: selectors.FriendEntry) -> dict[str, Any]:
 
 
 def _board(game: str, board: str) -> BoardConfig:
-    found = cached_board(game, board)
+    found = cached_board(game, board_slug=board)
     if found is None:
         if cached_game(game)[0] is None:
             raise NotFound(f"unknown game {game!r}", code="unknown_game")

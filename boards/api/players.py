@@ -82,7 +82,7 @@ class PlayerStandingApi(PlayerReadApi):
         if not isinstance(user, PlayerPrincipal):
             return None
         kw = self.kwargs
-        cfg = cached_board(kw["game"], kw["board"])
+        cfg = cached_board(kw["game"], board_slug=kw["board"])
         if cfg is None or cfg.game_id != user.game_id or index.fanout(cfg.shards):
             # a sharded board's read is one pipeline per node: the counters go on their own
             return None

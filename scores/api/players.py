@@ -14,7 +14,7 @@ from leaderboard_project.errors import (
 from scores import services
 from scores.api.common import ERRORS, ExactIdField, ServerApiView
 from scores.ids import PLAYER_RE, player_id_check
-from scores.models import Player
+from scores.models import Game, Player
 
 # --- players: tokens and friends (contract sections 5 and 7) ---------------------------------
 
@@ -32,6 +32,13 @@ class FriendListOutSerializer(serializers.Serializer):
     friends = serializers.ListField(child=serializers.CharField())
 
 
+def _player(game: Game, player: str) -> Player:
+    found = Player.objects.filter(game=game, external_id=player_id_check(player)).first()
+    if found is None:
+        raise NotFound(f"unknown player {player!r}", code="unknown_player")
+    return found
+
+
 class PlayerTokenApi(ServerApiView):
     @extend_schema(
         operation_id="players_token",
@@ -40,9 +47,7 @@ class PlayerTokenApi(ServerApiView):
         summary="A bearer token with which the game client reads as this player",
     )
     def post(self, request: Request, game: str, player: str) -> Response:
-        found = Player.objects.filter(game=self.game(), external_id=player_id_check(player)).first()
-        if found is None:
-            raise NotFound(f"unknown player {player!r}", code="unknown_player")
+        found = _player(self.game(), player)
         token, expires_at = services.player_token_issue(player=found)
         return Response(TokenOutSerializer({"token": token, "expires_at": expires_at}).data)
 
@@ -67,9 +72,7 @@ class PlayerLoginLinkApi(ServerApiView):
 
         from scores import accounts
 
-        found = Player.objects.filter(game=self.game(), external_id=player_id_check(player)).first()
-        if found is None:
-            raise NotFound(f"unknown player {player!r}", code="unknown_player")
+        found = _player(self.game(), player)
         link = accounts.login_link_create(player=found)
         url = request.build_absolute_uri(reverse("login-link", args=[link.token]))
         return Response(LoginLinkOutSerializer({"url": url, "expires_at": link.expires_at}).data)

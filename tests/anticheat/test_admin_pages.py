@@ -98,7 +98,7 @@ def test_the_audit_log_shows_targets_as_columns_with_filters(signed_in, played, 
 
 
 def test_a_corrected_frozen_window_shows_who_moved_and_why(signed_in, played, mod) -> None:
-    board = cached_board("arena", "free")
+    board = cached_board("arena", board_slug="free")
     window_freeze(board=board, window="daily:2026-11-28", reason="window closed")
     assert mod.post("/api/v1/games/arena/matches/m1/void", {"reason": "aimbot"}).status_code == 200
     v2 = WindowFreeze.objects.get(window="daily:2026-11-28", version=2)

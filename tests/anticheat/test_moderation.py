@@ -257,7 +257,7 @@ def test_void_re_freezes_frozen_windows(gs, mod, board) -> None:
     submit(gs, "m2", [{"player": "b", "board": board, "score": 900}])
     from scores.selectors import cached_board
 
-    window_freeze(board=cached_board("arena", board), window="daily:2026-11-28", reason="closed")
+    window_freeze(board=cached_board("arena", board_slug=board), window="daily:2026-11-28", reason="closed")
     void(mod, "m2")
     versions = WindowFreeze.objects.filter(window="daily:2026-11-28").order_by("version")
     assert [v.version for v in versions] == [1, 2]

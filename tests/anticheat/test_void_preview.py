@@ -63,9 +63,9 @@ def test_confirm_applies_exactly_what_the_preview_showed(played, moderator) -> N
     preview = previews.void_preview(game=played.game, apply=_apply(played, actor))
     voided = previews.void_confirm(game=played.game, apply=_apply(played, actor), reason="bot", token=preview.token)
     assert voided == [played.pk]
-    board = cached_board("arena", "free")
+    board = cached_board("arena", board_slug="free")
     for change in preview.changes:
-        found, _ = durable_standings(board, change.window, [change.player_id])
+        found, _ = durable_standings(board, window=change.window, pks=[change.player_id])
         if change.after.value is None:
             assert change.player_id not in found
         else:
@@ -89,7 +89,7 @@ def test_confirm_refuses_when_the_boards_changed_since_the_preview(played, moder
 
 
 def test_preview_shows_the_refreeze_of_a_frozen_window_and_keeps_none(played, moderator) -> None:
-    board = cached_board("arena", "free")
+    board = cached_board("arena", board_slug="free")
     window_freeze(board=board, window="daily:2026-11-28", reason="window closed")
     preview = previews.void_preview(game=played.game, apply=_apply(played, services.Actor.of_user(moderator)))
     assert [(f.window, f.version, f.moved) for f in preview.refreezes] == [("daily:2026-11-28", 2, 4)]

@@ -41,8 +41,11 @@ def test_open_loop_keeps_its_schedule_and_counts_the_queue() -> None:
         server, port = await _slow_server()
         async with server:
             return await loadgen.open_loop(
-                host="127.0.0.1", port=port, rate=200, warmup=0.0, seconds=0.5, make_request=_request,
-                on_response=lambda *_: None, headers=lambda req: [], max_connections=1,
+                loadgen.Load(
+                    host="127.0.0.1", port=port, warmup=0.0, seconds=0.5, make_request=_request,
+                    on_response=lambda *_: None, headers=lambda req: [],
+                ),
+                rate=200, max_connections=1,
             )  # fmt: skip
 
     result = asyncio.run(main())
@@ -60,8 +63,11 @@ def test_closed_loop_waits_for_each_answer() -> None:
         server, port = await _slow_server()
         async with server:
             return await loadgen.closed_loop(
-                host="127.0.0.1", port=port, concurrency=1, warmup=0.0, seconds=0.3, make_request=_request,
-                on_response=lambda *_: None, headers=lambda req: [],
+                loadgen.Load(
+                    host="127.0.0.1", port=port, warmup=0.0, seconds=0.3, make_request=_request,
+                    on_response=lambda *_: None, headers=lambda req: [],
+                ),
+                concurrency=1,
             )  # fmt: skip
 
     result = asyncio.run(main())

@@ -79,7 +79,7 @@ def test_histogram_counts_buckets_and_approximate_rank_against_the_reference(wor
     assert server.post("/api/v1/games/hist/matches/batch", {"matches": matches}).status_code == 200
 
     for slug, (b, display) in BOARDS.items():
-        h = histogram_build(cached_board("hist", slug), "all", buckets=buckets, store=False)
+        h = histogram_build(cached_board("hist", board_slug=slug), "all", buckets=buckets, store=False)
         ranks = ref.ranks(slug, "all", display == "shared")
         values = [v for _, _, v in ranks]
         _check_shape(h)
@@ -102,14 +102,14 @@ def test_histogram_counts_buckets_and_approximate_rank_against_the_reference(wor
 
 
 def test_asc_buckets_run_from_the_lowest_value_and_decode_right(ranked) -> None:
-    golf = cached_board("chess", "golf")  # asc, 18..200: p1 70, p2 72
+    golf = cached_board("chess", board_slug="golf")  # asc, 18..200: p1 70, p2 72
     submit(ranked, "g3", [{"player": "p3", "board": "golf", "score": 90}])
     h = histogram_build(golf, "all", buckets=3)
     assert h.buckets == (Bucket(70, 70, 1), Bucket(71, 72, 1), Bucket(73, 90, 1))
     assert h.order == "asc"
     assert approximate_rank(h, 70) == 1 and approximate_rank(h, 90) == 3 and approximate_rank(h, 100) == 4
     assert approximate_rank(h, 10) == 1
-    rating = histogram_build(cached_board("chess", "rating"), "all", buckets=3)  # 500, 400, 400, 300, 100
+    rating = histogram_build(cached_board("chess", board_slug="rating"), "all", buckets=3)  # 500, 400, 400, 300, 100
     assert rating.buckets == (Bucket(100, 299, 1), Bucket(300, 399, 1), Bucket(400, 500, 3))
     assert approximate_rank(rating, 500) == 1
 
@@ -119,7 +119,7 @@ def test_quantile_slices_sharing_a_value_merge(server: SignedClient, game) -> No
     results = [{"player": f"p{i:04d}", "board": "rating", "score": 7 if i < 1500 else i} for i in range(2000)]
     for n in range(0, 2000, 100):
         submit(server, f"big{n}", results[n : n + 100])
-    h = histogram_build(cached_board("chess", "rating"), "all")
+    h = histogram_build(cached_board("chess", board_slug="rating"), "all")
     _check_shape(h)
     assert h.total == 2000
     # 750 quantile ranks fall on the value 7: one bucket, up to the next boundary (1500, 1502, ...)
@@ -132,7 +132,7 @@ def test_a_thousand_buckets_at_most(server: SignedClient, game) -> None:
     results = [{"player": f"p{i:04d}", "board": "rating", "score": i} for i in range(2500)]
     for n in range(0, 2500, 100):
         submit(server, f"big{n}", results[n : n + 100])
-    h = histogram_build(cached_board("chess", "rating"), "all")
+    h = histogram_build(cached_board("chess", board_slug="rating"), "all")
     _check_shape(h)
     assert len(h.buckets) == 1000 and h.total == 2500
     assert max(b.count for b in h.buckets) - min(b.count for b in h.buckets) <= 1

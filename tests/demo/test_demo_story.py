@@ -106,7 +106,7 @@ def test_rivalry_matches_through_the_api_alternate_a_pass_and_a_climb_back(demo_
     key, secret = server_key(demo_game)
     server = SignedClient(key.key_id, secret)
     login = Player.objects.get(game=demo_game, external_id=DEMO_LOGIN)
-    board = cached_board("demo", "rating")
+    board = cached_board("demo", board_slug="rating")
     rules = {
         b.slug: BoardRule(b.order, b.mode, b.min_score, b.max_score) for b in game_config(demo_game).boards.values()
     }

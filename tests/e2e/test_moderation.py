@@ -47,7 +47,9 @@ def played(server: SignedClient) -> Match:
     assert server.post("/api/v1/games/chess/matches", body).status_code == 201
     solo = {"match_id": "m-dee", "ended_at": at, "results": [{"player": "dee", "board": "rating", "score": 7500}]}
     assert server.post("/api/v1/games/chess/matches", solo).status_code == 201
-    window_freeze(board=cached_board("chess", "rating"), window=f"daily:{ended.date()}", reason="window closed")
+    window_freeze(
+        board=cached_board("chess", board_slug="rating"), window=f"daily:{ended.date()}", reason="window closed"
+    )
     return Match.objects.get(match_id="m-top")
 
 

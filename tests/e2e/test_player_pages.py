@@ -251,7 +251,7 @@ def test_the_season_archive_with_final_positions_and_a_correction(web, browser, 
         assert server.post("/api/v1/games/chess/matches", body).status_code == 201
     cheat = {"match_id": "m-cheat", "ended_at": day, "results": [_result("zed", 9000, "Zed")]}
     assert server.post("/api/v1/games/chess/matches", cheat).status_code == 201
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     assert seasons.window_freeze(board=board, window="daily:2026-11-28", reason="window closed")
     assert seasons.window_freeze(board=board, window="season:s0", reason="window closed")
     assert server.post("/api/v1/games/chess/matches/m-cheat/void", {"reason": "cheating"}).status_code == 200

@@ -118,7 +118,7 @@ def test_on_a_phone_the_card_and_friends_come_before_the_long_table(ranked) -> N
 def test_the_chart_states_its_age_and_reaches_the_live_leader(ranked) -> None:
     from boards.histogram import histogram_build
 
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     histogram_build(board, "all")  # as beat does, then a new leader arrives
     submit(ranked, "later", [{"player": "zed", "board": "rating", "score": 9000}], at="2026-11-28T13:00:00Z")
     html = Client().get(BOARD).content.decode()

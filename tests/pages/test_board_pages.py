@@ -104,7 +104,7 @@ def test_windows_and_unknown_things(ranked) -> None:
 
 
 def test_a_frozen_window_is_read_from_its_standings(ranked) -> None:
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     freeze = seasons.window_freeze(board=board, window="daily:2026-11-28", reason="test close")
     assert freeze is not None and freeze.entries == 5
     # a later result reaches the live index but not the frozen standings

@@ -97,7 +97,7 @@ def test_a_boards_results_page_through(server, game) -> None:
 
 
 def test_the_archive_lists_frozen_windows_with_winner_position_and_corrections(ranked) -> None:
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     assert seasons.window_freeze(board=board, window="daily:2026-11-28", reason="window closed") is not None
     anonymous = Client().get(ARCHIVE).content.decode()
     row = re.search(r'<tr data-window="daily:2026-11-28">(.*?)</tr>', anonymous, re.S).group(1)
@@ -124,7 +124,7 @@ def test_the_player_page_and_the_archive_cost_a_fixed_handful_of_queries(
     server, game, django_assert_max_num_queries
 ) -> None:
     """No query per result, board or window: the same budget for 3 results as for 60."""
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     for n, day in ((3, "2026-11-26"), (60, "2026-11-27")):
         for i in range(n):
             submit(

@@ -58,7 +58,7 @@ def test_the_format_option_is_checked_and_defaults_to_integer() -> None:
 def test_apply_sets_the_board_format_and_readers_see_it(transactional_db) -> None:
     game_config_apply(parse_game_config(TOML.format(extra='format = "duration_ms"')))
     assert Board.objects.get(slug="run").format == "duration_ms"
-    assert cached_board("fmt", "run").format == "duration_ms"
+    assert cached_board("fmt", board_slug="run").format == "duration_ms"
     changes = game_config_apply(parse_game_config(TOML.format(extra='format = "decimal:3"')))
     assert changes == ["updated board run: format"]
     assert game_config_apply(parse_game_config(TOML.format(extra='format = "decimal:3"'))) == []

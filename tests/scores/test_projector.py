@@ -45,7 +45,9 @@ def value(board: str, player: str, window: str = "all") -> int | None:
 
 
 def on_board(board: str, window: str = "all") -> list[tuple[str, int]]:
-    return [(e.external_id, e.value) for e in selectors.board_range(cached_board("chess", board), window, 0, 100)]
+    return [
+        (e.external_id, e.value) for e in selectors.board_range(cached_board("chess", board_slug=board), window, 0, 100)
+    ]
 
 
 def test_a_submission_counts_once_a_batch_applies_it(server, game, deferred) -> None:
@@ -130,7 +132,9 @@ def test_a_new_display_name_reaches_the_player_with_the_batch(server, game, defe
     batch_apply()
     submit(server, "m2", [{"player": "p1", "board": "rating", "score": 6, "display_name": "Anna"}])
     batch_apply()
-    assert [e.display_name for e in selectors.board_range(cached_board("chess", "rating"), "all", 0, 1)] == ["Anna"]
+    assert [e.display_name for e in selectors.board_range(cached_board("chess", board_slug="rating"), "all", 0, 1)] == [
+        "Anna"
+    ]
 
 
 def test_partitions_divide_players_and_a_busy_partition_is_skipped(server, game, deferred) -> None:
@@ -193,7 +197,7 @@ def test_a_window_frozen_ahead_of_the_clock_takes_no_later_result(server, game, 
     at = datetime(today.year, today.month, today.day, 0, 0, 5, tzinfo=UTC).isoformat()
     submit(server, "early", [{"player": "p1", "board": "rating", "score": 5}], at=at)
     daily = f"daily:{today.isoformat()}"
-    freeze = seasons.window_freeze(board=cached_board("chess", "rating"), window=daily, reason="early")
+    freeze = seasons.window_freeze(board=cached_board("chess", board_slug="rating"), window=daily, reason="early")
     assert freeze.entries == 1  # the pending submission was applied before the standings were read
     late = submit(server, "late", [{"player": "p2", "board": "rating", "score": 9}], at=at)
     assert late["missed_windows"] == [daily]
@@ -208,7 +212,7 @@ def test_an_approval_counts_the_held_match_now_but_not_in_windows_frozen_meanwhi
     submit(server, "a", [{"player": "p1", "board": "rating", "score": 5}], at=at)
     held = Match.objects.get(match_id="a")
     Match.objects.filter(pk=held.pk).update(status="held")  # as the rules hold one on arrival
-    seasons.window_freeze(board=cached_board("chess", "rating"), window="daily:2026-11-20", reason="closed")
+    seasons.window_freeze(board=cached_board("chess", board_slug="rating"), window="daily:2026-11-20", reason="closed")
     match_approve(match=held, actor=Actor("test"))
     assert value("rating", "p1") == 5  # applied by the approval itself
     assert value("rating", "p1", "daily:2026-11-20") is None

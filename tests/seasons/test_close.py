@@ -72,7 +72,7 @@ def test_freezing_is_set_based(day) -> None:
     for board_slug in ("rating", "golf"):
         with CaptureQueriesContext(connection) as ctx:
             freeze = services.window_freeze(
-                board=cached_board("chess", board_slug), window=f"daily:{DAY}", reason="test"
+                board=cached_board("chess", board_slug=board_slug), window=f"daily:{DAY}", reason="test"
             )
         counted.append((freeze.entries, len(ctx.captured_queries)))
         inserts = [q for q in ctx.captured_queries if "INSERT INTO seasons_standing " in q["sql"]]
@@ -110,7 +110,7 @@ def test_a_late_result_for_a_frozen_window_counts_in_the_open_ones(day, game) ->
 
 def test_refreeze_keeps_every_version_and_records_who_moved(day, game) -> None:
     services.windows_close(now=AFTER_GRACE)
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     # what a void does to the durable values: "early" loses their result
     PlayerValue.objects.filter(board_id=board.id, window=f"daily:{DAY}", player__external_id="early").delete()
     freezes = services.standings_refreeze(board=board, windows_=[f"daily:{DAY}", "all"], reason="void of d2 by mod")
@@ -175,7 +175,7 @@ def test_closed_windows_expire_from_redis_after_their_retention(server: SignedCl
     game.save()
     config_cache_clear()
     submit(server, "x", [{"player": "a", "board": "rating", "score": 5}], at="2026-11-27T10:00:00Z")
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     r = get_redis()
     daily_ttl = r.expiretime(keys.board_key(board.id, "daily:2026-11-27"))
     # the next day stays readable through one more day, plus the close grace

@@ -38,7 +38,7 @@ def admin(transactional_db) -> Client:
 
 def top_players(window: str = "all") -> list[str]:
     """The board as Redis holds it now (/top may serve a page up to a second old)."""
-    return [e.external_id for e in board_range(cached_board("chess", "rating"), window, 0, 100)]
+    return [e.external_id for e in board_range(cached_board("chess", board_slug="rating"), window, 0, 100)]
 
 
 def test_scored_rows_cannot_be_deleted_by_a_cascade(day, game) -> None:
@@ -112,7 +112,7 @@ def test_reads_skip_a_ranked_member_without_a_player_row(server: SignedClient, g
         "m1",
         [{"player": "p1", "board": "rating", "score": 500}, {"player": "p2", "board": "rating", "score": 100}],
     )
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     get_redis().zadd(keys.board_key(board.id, "all"), {"999999": 2**52})  # above everyone
     with caplog.at_level(logging.WARNING, logger="boards.selectors"):
         body = Client().get(URL + "/boards/rating/top").json()

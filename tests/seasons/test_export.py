@@ -39,7 +39,7 @@ def test_a_frozen_window_exports_its_standings_and_a_current_one_its_values(day:
 
 def test_the_export_follows_a_correction_and_keeps_every_version(day: SignedClient) -> None:
     services.windows_close(now=AFTER_GRACE)
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     from scores.models import Match
 
     match = Match.objects.get(match_id="d2")
@@ -73,7 +73,7 @@ def test_the_admin_exports_any_window(day: SignedClient) -> None:
     User.objects.create_superuser("admin", "a@example.com", "pw")
     client = Client()
     client.login(username="admin", password="pw")
-    board = cached_board("chess", "rating")
+    board = cached_board("chess", board_slug="rating")
     assert client.get("/admin/seasons/windowfreeze/export/").status_code == 200
     live = rows(client.get("/admin/seasons/windowfreeze/export/", {"board": board.id, "window": "daily"}))
     assert live == [] or {r["version"] for r in live} == {"live"}  # today's window: nothing played today

@@ -1,0 +1,174 @@
+"""Reads of board windows' values (scores_playervalue) in the contract's order (section 6):
+for readers while Redis is unreachable, exports, and the season close's held-match check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+
+from scores import encoding
+from scores.models import Match
+from scores.selectors.config import BoardConfig
+from scores.selectors.players import Profile, json_value
+
+# The contract's order of a window's values, over `scores_playervalue pv JOIN scores_player p`:
+# the one spelling of it (the freeze in seasons/ and the exports below order by it).
+ORDER_SQL = 'pv.encoded DESC, p.external_id COLLATE "C"'
+
+
+def rank_sql(board: BoardConfig) -> str:
+    """SQL for the rank as the board displays it, in a statement that declares
+    `WINDOW w AS (ORDER BY ORDER_SQL)`: equal values share a rank, or every player has their own."""
+    if board.rank_display == "shared":
+        return f"RANK() OVER (ORDER BY pv.encoded >> {encoding.TIME_BITS} DESC)"
+    return "ROW_NUMBER() OVER w"
+
+
+@dataclass(frozen=True)
+class DurableSlice:
+    total: int
+    start: int  # 0-based position of rows[0]
+    rows: list[tuple[int, int]]  # (player pk, encoded) in contract order
+    better: dict[int, int]  # value part -> players with a strictly better value
+    profiles: dict[int, Profile]
+
+
+def _slice(board: BoardConfig, window: str, start: int, count: int) -> DurableSlice:
+    with connection.cursor() as cur:
+        cur.execute('SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s', [board.id, window])
+        total = cur.fetchone()[0]
+        cur.execute(
+            f"""
+            SELECT pv.player_id, pv.encoded, p.external_id, p.display_name, pv.metadata
+            FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+            WHERE pv.board_id = %s AND pv."window" = %s ORDER BY {ORDER_SQL} OFFSET %s LIMIT %s
+            """,
+            [board.id, window, start, count],
+        )
+        fetched = cur.fetchall()
+        parts = sorted({e >> encoding.TIME_BITS for _, e, *_ in fetched})
+        better = {}
+        for part in parts:
+            cur.execute(
+                'SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND encoded >= %s',
+                [board.id, window, (part + 1) << encoding.TIME_BITS],
+            )
+            better[part] = cur.fetchone()[0]
+    return DurableSlice(
+        total=total,
+        start=start,
+        rows=[(pk, e) for pk, e, *_ in fetched],
+        better=better,
+        profiles={pk: Profile(ext, name, json_value(meta), e) for pk, e, ext, name, meta in fetched},
+    )
+
+
+def durable_range(board: BoardConfig, *, window: str, start: int, stop: int) -> DurableSlice:
+    return _slice(board, window, start, stop - start + 1)
+
+
+def durable_position(board: BoardConfig, *, window: str, pk: int) -> int | None:
+    """0-based position of a player in the contract order, or None if unranked."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT count(*) FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id,
+                (SELECT pv2.encoded, p2.external_id FROM scores_playervalue pv2 JOIN scores_player p2 ON p2.id = pv2.player_id
+                 WHERE pv2.board_id = %s AND pv2."window" = %s AND pv2.player_id = %s) me
+            WHERE pv.board_id = %s AND pv."window" = %s
+              AND (pv.encoded > me.encoded OR (pv.encoded = me.encoded AND p.external_id COLLATE "C" < me.external_id COLLATE "C"))
+            """,
+            [board.id, window, pk, board.id, window],
+        )
+        ahead = cur.fetchone()[0]
+        cur.execute(
+            'SELECT 1 FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND player_id = %s',
+            [board.id, window, pk],
+        )
+        return ahead if cur.fetchone() else None
+
+
+def durable_standings(
+    board: BoardConfig, *, window: str, pks: list[int]
+) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
+    """{pk: (encoded, 0-based position, players with a strictly better value)} for the
+    players among pks who have a value in the window, with their profiles."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""
+            WITH me AS (
+                SELECT pv.player_id, pv.encoded, pv.metadata, p.external_id, p.display_name
+                FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+                WHERE pv.board_id = %(b)s AND pv."window" = %(w)s AND pv.player_id = ANY(%(pks)s)
+            )
+            SELECT me.player_id, me.encoded, me.external_id, me.display_name, me.metadata,
+                (SELECT count(*) FROM scores_playervalue x
+                 WHERE x.board_id = %(b)s AND x."window" = %(w)s AND x.encoded > me.encoded)
+                + (SELECT count(*) FROM scores_playervalue x JOIN scores_player px ON px.id = x.player_id
+                   WHERE x.board_id = %(b)s AND x."window" = %(w)s AND x.encoded = me.encoded
+                     AND px.external_id COLLATE "C" < me.external_id COLLATE "C"),
+                (SELECT count(*) FROM scores_playervalue x
+                 WHERE x.board_id = %(b)s AND x."window" = %(w)s AND x.encoded >= ((me.encoded >> {encoding.TIME_BITS}) + 1) << {encoding.TIME_BITS})
+            FROM me
+            """,
+            {"b": board.id, "w": window, "pks": pks},
+        )
+        rows = cur.fetchall()
+    standings = {pk: (enc, pos, better) for pk, enc, _, _, _, pos, better in rows}
+    found = {pk: Profile(ext, name, json_value(meta), enc) for pk, enc, ext, name, meta, _, _ in rows}
+    return standings, found
+
+
+def window_rows(board: BoardConfig, *, window: str, chunk: int = 5000) -> Iterator[tuple]:
+    """Every value of a board window in the contract's order, streamed from a server-side cursor:
+    (position, rank as displayed, player id, display name, value, reached_at)."""
+    with connection.chunked_cursor() as cur:
+        cur.execute(
+            f"""
+            SELECT ROW_NUMBER() OVER w, {rank_sql(board)}, p.external_id, p.display_name, pv.value, pv.reached_at
+            FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+            WHERE pv.board_id = %s AND pv."window" = %s
+            WINDOW w AS (ORDER BY {ORDER_SQL})
+            ORDER BY {ORDER_SQL}
+            """,
+            [board.id, window],
+        )
+        while rows := cur.fetchmany(chunk):
+            yield from rows
+
+
+def held_touching_top(board: BoardConfig, *, window: str, start: datetime, end: datetime, top: int) -> list[str]:
+    """The match ids (sorted, distinct) of held matches that ended in [start, end) whose results
+    on this board touch the window's top `top`: a player in it, or a score that would enter it
+    (on a total board, added to what the player has)."""
+    held = list(
+        Match.objects.filter(
+            game_id=board.game_id,
+            status=Match.Status.HELD,
+            ended_at__gte=start,
+            ended_at__lt=end,
+            results__board_id=board.id,
+        )
+        .values_list("match_id", "ended_at", "results__player_id", "results__score")
+        .order_by("match_id")
+    )
+    if not held:
+        return []
+    with connection.cursor() as cur:
+        cur.execute(
+            'SELECT player_id, encoded, value FROM scores_playervalue WHERE board_id = %s AND "window" = %s '
+            "ORDER BY encoded DESC LIMIT %s",
+            [board.id, window, top],
+        )
+        rows = cur.fetchall()
+    top_players = {p: v for p, _, v in rows}
+    threshold = rows[-1][1] if len(rows) >= top else None
+    touching = set()
+    for match_id, ended_at, player_id, score in held:
+        value = score + top_players.get(player_id, 0) if board.mode == "total" else score
+        if threshold is None or player_id in top_players or encoding.encode(board, value, ended_at) >= threshold:
+            touching.add(match_id)
+    return sorted(touching)
