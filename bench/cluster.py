@@ -102,7 +102,7 @@ def game(slug: str, shards: int, players: int) -> tuple:
     Player.objects.bulk_create([Player(game=g, external_id=f"p{i}") for i in range(players)], batch_size=5000)
     pks = list(Player.objects.filter(game=g).values_list("pk", flat=True))
     at = datetime(2026, 11, 28, 12, tzinfo=UTC)
-    cfg = cached_board(slug, "rating")
+    cfg = cached_board(slug, board_slug="rating")
     from scores import encoding
 
     values = []

@@ -306,7 +306,7 @@ CATCH_UP_MARGIN = timedelta(seconds=30)
 def _catch_up(since, board_ids: list[int]) -> int:
     # updated_at is stamped when the upsert ran, a moment before its commit; the margin
     # covers that gap (ingest transactions last milliseconds) and clock skew.
-    rows = value_selectors.values_updated_since(board_ids, since - CATCH_UP_MARGIN)
+    rows = value_selectors.values_updated_since(board_ids, since=since - CATCH_UP_MARGIN)
     values_write(rows)
     return len(rows)
 

@@ -62,7 +62,7 @@ def test_tail_estimates_stay_within_rank_error_and_the_rest_is_exact(world, firs
     config_cache_clear()
     ref = Reference({"deep": DEEP}, "UTC", [])
     _submit(server, ref, _match("m1", FIRST, first))
-    cfg = cached_board("shard", "deep")
+    cfg = cached_board("shard", board_slug="deep")
     assert cfg.shards == 4
     histogram.histogram_build(cfg, "all", buckets=buckets)
     if later:  # changes after the histogram: the bound must cover them too
@@ -107,7 +107,7 @@ def test_an_estimated_rank_says_so_and_bounds_itself(world) -> None:
     config_cache_clear()
     ref = Reference({"deep": DEEP}, "UTC", [])
     _submit(server, ref, _match("m1", FIRST, {f"p{i:02d}": i for i in range(60)}))
-    histogram.histogram_build(cached_board("shard", "deep"), "all", buckets=20)
+    histogram.histogram_build(cached_board("shard", board_slug="deep"), "all", buckets=20)
     body = server.get(f"{URL}/players/p00?around=0").json()  # last of 60
     assert body["rank_exact"] is False
     assert abs(body["rank"] - 60) <= body["rank_error"] < 60
