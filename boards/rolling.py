@@ -94,7 +94,7 @@ def rolling_window_build(board: Board, window: str, today: date) -> int:
             streamed = _stream(
                 board,
                 scratch,
-                value_selectors.totals_over_days_stream(board.id, days, chunk=REBUILD_CHUNK),
+                value_selectors.totals_over_days_stream(board.id, days=days, chunk=REBUILD_CHUNK),
                 lambda t, at: encoding.encode(board, t, at),
             )
             pipe = index.pipeline(transaction=True)
@@ -136,7 +136,7 @@ def _best_build(board: Board, days: list[str], window: str, scratch: dict[int | 
         streamed = _stream(
             board,
             scratch,
-            value_selectors.best_over_days_stream(board.id, gone, chunk=REBUILD_CHUNK),
+            value_selectors.best_over_days_stream(board.id, days=gone, chunk=REBUILD_CHUNK),
             lambda encoded: encoded,
         )
     pipe = index.pipeline(transaction=False)

@@ -58,8 +58,11 @@ def _writes(pipe: Any, by_key: dict[str, dict[str, int]], *, gt: bool, removed: 
 
 def _by_key(entries: Iterable[Entry]) -> dict[str, dict[str, int]]:
     by_key: dict[str, dict[str, int]] = defaultdict(dict)
+    shards: dict[int, int] = {}
     for board_id, window, player_id, encoded in entries:
-        mapping = by_key[keys.player_key(board_id, window, index.shards_of(board_id), player_id)]
+        if board_id not in shards:
+            shards[board_id] = index.shards_of(board_id)
+        mapping = by_key[keys.player_key(board_id, window, shards[board_id], player_id)]
         mapping[str(player_id)] = max(encoded, mapping.get(str(player_id), encoded))
     return by_key
 
@@ -303,7 +306,7 @@ CATCH_UP_MARGIN = timedelta(seconds=30)
 def _catch_up(since, board_ids: list[int]) -> int:
     # updated_at is stamped when the upsert ran, a moment before its commit; the margin
     # covers that gap (ingest transactions last milliseconds) and clock skew.
-    rows = value_selectors.values_updated_since(board_ids, since - CATCH_UP_MARGIN)
+    rows = value_selectors.values_updated_since(board_ids, since=since - CATCH_UP_MARGIN)
     values_write(rows)
     return len(rows)
 

@@ -1,15 +1,25 @@
+import logging
+
 from celery import shared_task
 
 from boards import healing, index, live, services
 from boards.histogram import histograms_refresh
+from boards.redis import REDIS_DOWN, log_unavailable
 from boards.rolling import rolling_windows_refresh
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(ignore_result=True)
 def sync_pending() -> int:
     """Replay outbox rows the post-commit path missed; rebuild if Redis lost the index."""
     rebuilding = not index.built()
-    replayed = healing.failover_replay() + services.board_index_heal()
+    try:
+        replayed = healing.failover_replay()
+    except REDIS_DOWN as exc:  # a node of the cluster unreachable: the drain below still runs
+        log_unavailable(log, "index: cluster topology not read: %s", exc=exc)
+        replayed = 0
+    replayed += services.board_index_heal()
     if replayed or rebuilding:
         live.watched_changed()  # the drain does not say which windows it touched
     return replayed

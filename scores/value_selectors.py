@@ -43,7 +43,7 @@ def board_values_stream(board_id: int, *, chunk: int = CHUNK) -> Iterator[list[t
             yield rows
 
 
-def values_updated_since(board_ids: list[int], since: datetime) -> list[Value]:
+def values_updated_since(board_ids: list[int], *, since: datetime) -> list[Value]:
     """Values of these boards written at or after `since` (updated_at is stamped by the upsert)."""
     with connection.cursor() as cur:
         cur.execute(
@@ -54,7 +54,7 @@ def values_updated_since(board_ids: list[int], since: datetime) -> list[Value]:
         return cur.fetchall()
 
 
-def window_sample(board_id: int, window: str, player_ids: list[int]) -> dict[int, int]:
+def window_sample(board_id: int, *, window: str, player_ids: list[int]) -> dict[int, int]:
     """player_id -> encoded for these players of one board window (those with a value)."""
     if not player_ids:
         return {}
@@ -67,7 +67,7 @@ def window_sample(board_id: int, window: str, player_ids: list[int]) -> dict[int
         return dict(cur.fetchall())
 
 
-def window_random_players(board_id: int, window: str, count: int) -> dict[int, int]:
+def window_random_players(board_id: int, *, window: str, count: int) -> dict[int, int]:
     """About `count` random players of a board window with their encoded values (TABLESAMPLE
     would sample the whole table; an index range from a random player id stays cheap)."""
     with connection.cursor() as cur:
@@ -106,13 +106,13 @@ def _stream(sql: str, params: list, chunk: int) -> Iterator[list[tuple]]:
             yield rows
 
 
-def best_over_days_stream(board_id: int, days: list[str], *, chunk: int = CHUNK) -> Iterator[list[tuple[int, int]]]:
+def best_over_days_stream(board_id: int, *, days: list[str], chunk: int = CHUNK) -> Iterator[list[tuple[int, int]]]:
     """(player_id, best encoded) over these daily windows, in chunks (rolling windows)."""
     return _stream(_BEST_SQL, [board_id, days], chunk)
 
 
 def totals_over_days_stream(
-    board_id: int, days: list[str], *, chunk: int = CHUNK
+    board_id: int, *, days: list[str], chunk: int = CHUNK
 ) -> Iterator[list[tuple[int, int, datetime]]]:
     """(player_id, total, reached_at) over these daily windows, in chunks (rolling windows)."""
     return _stream(_TOTALS_SQL, [board_id, days], chunk)

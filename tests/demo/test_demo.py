@@ -76,8 +76,7 @@ def redis_values(game: Game) -> dict[tuple[int, str, int], int]:
     r = get_redis()
     out = {}
     for board in Board.objects.filter(game=game):
-        found = {raw for pattern in keys.board_patterns(board.id) for raw in r.scan_iter(match=pattern)}
-        for raw in found:
+        for raw in (k for pattern in keys.board_patterns(board.id) for k in r.scan_iter(match=pattern)):
             key = raw.decode() if isinstance(raw, bytes) else raw
             window = keys.window_of(key)
             for member, score in r.zrange(key, 0, -1, withscores=True):
