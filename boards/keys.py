@@ -51,7 +51,12 @@ def board_key(board_id: int, window: str, shard: int | None = None) -> str:
 
 def shard_of(player_id: int, shards: int) -> int:
     """A player's shard: stable across processes and restarts (CRC-32 of the primary key)."""
-    return zlib.crc32(str(player_id).encode()) % shards if shards > 1 else 0
+    return shard_of_member(str(player_id), shards)
+
+
+def shard_of_member(member: str, shards: int) -> int:
+    """shard_of() for the player's member in the sorted sets (the primary key as text)."""
+    return zlib.crc32(member.encode()) % shards if shards > 1 else 0
 
 
 def shard_keys(board_id: int, window: str, shards: int) -> list[str]:

@@ -209,26 +209,47 @@ def _board_stream(token: str, board: Board, progress: Callable[[int], None] | No
     """Stream a board's values into scratch keys; returns live key -> members built."""
     counts: dict[str, int] = defaultdict(int)
     shards = board.shards
+    now = time.time()
+    # live key and scratch key of each (window, shard); None: the window is past its retention
+    # (Postgres keeps it, Redis need not)
+    targets: dict[tuple[str, int], tuple[str, str] | None] = {}
+
+    def target(window: str, shard: int) -> tuple[str, str] | None:
+        if (window, shard) not in targets:
+            expiry = window_expiry(board.id, window)
+            live = keys.board_key(board.id, window, shard if shards > 1 else None)
+            targets[window, shard] = (
+                None if expiry is not None and expiry <= now else (live, _build_key_of(token, live))
+            )
+        return targets[window, shard]
+
     # Redis ingests one chunk while Python reads and shapes the next: the two ran one after the
-    # other before, and Redis' ZADD work alone is about half of a rebuild (bench.memory).
+    # other before, and Redis' ZADD work alone is about half of a rebuild (bench.memory). Each
+    # chunk becomes one ZADD per sorted set with its arguments laid out flat as they go on the
+    # wire (score, member, ...): a per-row dict and redis-py's own pairing loop cost more than
+    # reading the rows.
     with _PipelineWriter() as writer:
-        now = time.time()
-        expired: dict[str, bool] = {}
         for rows in value_selectors.board_values_stream(board.id, chunk=REBUILD_CHUNK):
-            by_key: dict[str, dict[str, int]] = defaultdict(dict)
-            for window, player_id, encoded in rows:
-                if window not in expired:
-                    expiry = window_expiry(board.id, window)
-                    expired[window] = expiry is not None and expiry <= now
-                if expired[window]:
-                    continue  # past its retention: Postgres keeps it, Redis need not
-                by_key[keys.player_key(board.id, window, shards, player_id)][str(player_id)] = encoded
+            flat: dict[tuple[str, int], list[Any]] = defaultdict(list)
+            if shards > 1:
+                for window, member, encoded in rows:
+                    args = flat[window, keys.shard_of_member(member, shards)]
+                    args += (encoded, member)
+            else:
+                last, args = None, []
+                for window, member, encoded in rows:
+                    if window != last:
+                        last, args = window, flat[window, 0]
+                    args += (encoded, member)
             pipe = index.pipeline(transaction=False)
-            for live, mapping in by_key.items():
-                key = _build_key_of(token, live)
-                pipe.zadd(key, mapping)
-                pipe.expire(key, BUILD_KEY_TTL)
-                counts[live] += len(mapping)
+            for (window, shard), args in flat.items():
+                found = target(window, shard)
+                if found is None:
+                    continue
+                live, scratch = found
+                pipe.execute_command("ZADD", scratch, *args)
+                pipe.expire(scratch, BUILD_KEY_TTL)
+                counts[live] += len(args) // 2
             writer.send(pipe)
             if progress:
                 progress(len(rows))

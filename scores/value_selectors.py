@@ -35,10 +35,15 @@ def values_of(refs: Iterable[tuple[int, str, int]], *, lock: bool = False) -> li
         return cur.fetchall()
 
 
-def board_values_stream(board_id: int, *, chunk: int = CHUNK) -> Iterator[list[tuple[str, int, int]]]:
-    """Every (window, player_id, encoded) of a board, in chunks, from one snapshot."""
+def board_values_stream(board_id: int, *, chunk: int = CHUNK) -> Iterator[list[tuple[str, str, int]]]:
+    """Every (window, player_id as text, encoded) of a board, in chunks, from one snapshot
+    (the id as text because that is how the sorted sets hold it)."""
     with transaction.atomic(), connection.chunked_cursor() as cur:
-        cur.execute('SELECT "window", player_id, encoded FROM scores_playervalue WHERE board_id = %s', [board_id])
+        cur.execute(
+            'SELECT "window", player_id::text, encoded FROM scores_playervalue WHERE board_id = %s '
+            'ORDER BY "window", encoded DESC, player_id',
+            [board_id],
+        )
         while rows := cur.fetchmany(chunk):
             yield rows
 
