@@ -92,7 +92,7 @@ def pipeline(*, transaction: bool = True, replicas: bool = False) -> Any:
 class NodeBatch:
     """Commands queued as on a pipeline (`batch.zadd(key, ...)`, `batch.script(name, keys,
     args)`), run by execute() as one plain pipeline per cluster node, replies in order. Every
-    command's first argument is its key (scripts: their one key)."""
+    command's first argument is its key (scripts: their one key; execute_command: its second)."""
 
     def __init__(self, *, replicas: bool = False) -> None:
         self.replicas = replicas
@@ -122,7 +122,11 @@ class NodeBatch:
 
 def _key_of(op: tuple[str, tuple, dict]) -> str:
     name, args, _ = op
-    return args[1][0] if name == "script" else args[0]
+    if name == "script":
+        return args[1][0]
+    if name == "execute_command":  # ("ZADD", key, ...): the rebuild's flat ZADDs
+        return args[1]
+    return args[0]
 
 
 def _queue(pipe: Any, ops: Sequence[tuple[str, tuple, dict]]) -> None:
