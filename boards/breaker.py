@@ -80,9 +80,10 @@ class Breaker:
             self._probe.disconnect()
             with self._lock:
                 down = time.monotonic() - (self.open_since or time.monotonic())
+                # logged before the breaker closes, so whoever sees it closed finds the line
+                log.info("Redis %s is back after %.1f s", self.name, down)
                 self.open_since = None
                 self._thread = None
-            log.info("Redis %s is back after %.1f s", self.name, down)
             return
 
 
