@@ -27,8 +27,8 @@ from redis.cluster import RedisCluster
 
 from boards import histogram, index, keys, services
 from boards.redis import get_redis
-from scores import value_selectors
 from scores.models import Board
+from scores.selectors import values_updated_since, window_random_players, window_sample
 from scores.windows import ROLLING_WINDOWS
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def _window_check(board, window: str, per_window: int, report: SampleReport) -> 
     for reply in index.batch([("zrandmember", k, per_shard, True) for k in set_keys]):
         for i in range(0, len(reply or []), 2):
             redis_side[int(reply[i])] = int(float(reply[i + 1]))
-    pg_side = value_selectors.window_random_players(board.id, window=window, count=per_window)
+    pg_side = window_random_players(board.id, window=window, count=per_window)
     wanted = sorted(set(pg_side) - set(redis_side))
     if wanted:
         by_key: dict[str, list[int]] = {}
@@ -94,7 +94,7 @@ def _window_check(board, window: str, per_window: int, report: SampleReport) -> 
                     redis_side[pk] = int(float(score))
     truth = {
         **pg_side,
-        **value_selectors.window_sample(board.id, window=window, player_ids=sorted(set(redis_side) - set(pg_side))),
+        **window_sample(board.id, window=window, player_ids=sorted(set(redis_side) - set(pg_side))),
     }
     members = set(redis_side) | set(pg_side)
     differing = sorted(pk for pk in members if redis_side.get(pk) != truth.get(pk))
@@ -125,7 +125,7 @@ def failover_replay() -> int:
     if seen["primaries"] == primaries:
         return 0
     since = datetime.fromtimestamp(seen["at"], UTC) - FAILOVER_MARGIN
-    rows = value_selectors.values_updated_since(list(Board.objects.values_list("id", flat=True)), since=since)
+    rows = values_updated_since(list(Board.objects.values_list("id", flat=True)), since=since)
     services.values_write(rows)
     log.warning(
         "index: cluster primaries changed (%d -> %d nodes, failover): replayed %d values written since %s",

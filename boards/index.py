@@ -120,20 +120,34 @@ class NodeBatch:
         return _run_on_nodes(_cluster(replicas), self.ops, replicas=replicas)
 
 
+def zadd_flat(pipe: Any, key: str, flat: Sequence[Any]) -> None:
+    """Queue `ZADD key score member score member ...` on a pipeline or a NodeBatch, its arguments
+    already laid out as they go on the wire: for the rebuild, where redis-py's own pairing of a
+    mapping costs more than reading the rows."""
+    if isinstance(pipe, NodeBatch):
+        pipe.ops.append(("zadd_flat", (key, flat), {}))
+    else:
+        pipe.execute_command("ZADD", key, *flat)
+
+
 def _key_of(op: tuple[str, tuple, dict]) -> str:
     name, args, _ = op
-    if name == "script":
-        return args[1][0]
-    if name == "execute_command":  # ("ZADD", key, ...): the rebuild's flat ZADDs
-        return args[1]
-    return args[0]
+    return args[1][0] if name == "script" else args[0]
 
 
-def _queue(pipe: Any, ops: Sequence[tuple[str, tuple, dict]]) -> None:
+def _queue(pipe: Any, ops: Sequence[tuple[str, tuple, dict]], *, by_sha: bool = False, read_only: bool = False) -> None:
+    """Queue ops on a redis-py pipeline. `by_sha`: scripts by EVALSHA alone (EVALSHA_RO on a
+    replica), for pipelines whose node has the scripts loaded: redis-py's own script call asks
+    SCRIPT EXISTS first on every execute, one more round trip per node per read."""
     for name, args, kwargs in ops:
         if name == "script":
             script_name, k, a = args
-            script(script_name)(keys=k, args=a, client=pipe)
+            if by_sha:
+                (pipe.evalsha_ro if read_only else pipe.evalsha)(script(script_name).sha, len(k), *k, *a)
+            else:
+                script(script_name)(keys=k, args=a, client=pipe)
+        elif name == "zadd_flat":
+            pipe.execute_command("ZADD", args[0], *args[1])
         else:
             getattr(pipe, name)(*args, **kwargs)
 
@@ -159,7 +173,7 @@ def _run_on_nodes(r: RedisCluster, ops: list[tuple[str, tuple, dict]], *, replic
                 pipe = conn.pipeline(transaction=False)
                 if replica:
                     pipe.execute_command("READONLY")
-                _queue_sha(pipe, group, read_only=replica)
+                _queue(pipe, group, by_sha=True, read_only=replica)
                 got = pipe.execute(raise_on_error=False)[1:] if replica else pipe.execute(raise_on_error=False)
                 if attempt == 0 and any(isinstance(x, NoScriptError) for x in got):
                     # a node that never ran the script (just promoted, restarted empty): load, retry
@@ -175,17 +189,6 @@ def _run_on_nodes(r: RedisCluster, ops: list[tuple[str, tuple, dict]], *, replic
         r.nodes_manager.initialize()
         raise
     return replies
-
-
-def _queue_sha(pipe: Any, ops: Sequence[tuple[str, tuple, dict]], *, read_only: bool = False) -> None:
-    """As _queue, but scripts by EVALSHA alone: redis-py's pipeline would ask SCRIPT EXISTS
-    first on every execute, one more round trip per node per read."""
-    for name, args, kwargs in ops:
-        if name == "script":
-            script_name, k, a = args
-            (pipe.evalsha_ro if read_only else pipe.evalsha)(script(script_name).sha, len(k), *k, *a)
-        else:
-            getattr(pipe, name)(*args, **kwargs)
 
 
 def batch(ops: Sequence[Op], *, replicas: bool = False, transaction: bool = False) -> list[Any]:

@@ -34,8 +34,9 @@ from django.utils import timezone
 
 from boards import index, keys
 from boards.services import BUILD_KEY_TTL, REBUILD_CHUNK
-from scores import encoding, value_selectors
+from scores import encoding
 from scores.models import Board
+from scores.selectors import best_over_days_stream, totals_over_days_stream
 from scores.windows import ROLLING_WINDOWS, daily_key
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ def rolling_window_build(board: Board, window: str, today: date) -> int:
             streamed = _stream(
                 board,
                 scratch,
-                value_selectors.totals_over_days_stream(board.id, days=days, chunk=REBUILD_CHUNK),
+                totals_over_days_stream(board.id, days=days, chunk=REBUILD_CHUNK),
                 lambda t, at: encoding.encode(board, t, at),
             )
             pipe = index.pipeline(transaction=True)
@@ -136,7 +137,7 @@ def _best_build(board: Board, days: list[str], window: str, scratch: dict[int | 
         streamed = _stream(
             board,
             scratch,
-            value_selectors.best_over_days_stream(board.id, days=gone, chunk=REBUILD_CHUNK),
+            best_over_days_stream(board.id, days=gone, chunk=REBUILD_CHUNK),
             lambda encoded: encoded,
         )
     pipe = index.pipeline(transaction=False)

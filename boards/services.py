@@ -22,9 +22,8 @@ from django.utils import timezone
 
 from boards import index, keys
 from boards.redis import REDIS_DOWN, get_redis, log_unavailable
-from scores import value_selectors
 from scores.models import Board, BoardOutbox
-from scores.selectors import window_expiry
+from scores.selectors import board_values_stream, values_of, values_updated_since, window_expiry
 from scores.windows import ROLLING_WINDOWS
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,7 @@ def _writes(pipe: Any, by_key: dict[str, dict[str, int]], *, gt: bool, removed: 
         touched[key] += 1
     for key, n in touched.items():
         parsed = keys.parse_board_key(key)
-        expiry = window_expiry(parsed[0], parsed[2])
+        expiry = window_expiry(parsed[0], window=parsed[2])
         if parsed[1] is not None:
             pipe.incrby(keys.changes_key(key), n)
         if expiry is not None:
@@ -112,7 +111,7 @@ def values_rewrite(refs: Iterable[tuple[int, str, int]]) -> int:
     if not refs:
         return 0
     with transaction.atomic():
-        current = {(b, w, p): e for b, w, p, e in value_selectors.values_of(refs, lock=True)}
+        current = {(b, w, p): e for b, w, p, e in values_of(refs, lock=True)}
         pipe = index.pipeline(transaction=True)
         by_key: dict[str, dict[str, int]] = defaultdict(dict)
         removed = []
@@ -162,7 +161,7 @@ def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> in
             missed = [row for row, done in zip(rows, applied, strict=True) if not done or row.rewrite]
             rewrites = {ref for row in missed if row.rewrite for ref in outbox_refs(row.entries)}
             refs = {ref for row in missed if not row.rewrite for ref in outbox_refs(row.entries)} - rewrites
-            values_write(value_selectors.values_of(refs))
+            values_write(values_of(refs))
             values_rewrite(rewrites)
             BoardOutbox.objects.filter(id__in=ids).delete()
         r.srem(keys.outbox_applied(), *ids)
@@ -216,7 +215,7 @@ def _board_stream(token: str, board: Board, progress: Callable[[int], None] | No
 
     def target(window: str, shard: int) -> tuple[str, str] | None:
         if (window, shard) not in targets:
-            expiry = window_expiry(board.id, window)
+            expiry = window_expiry(board.id, window=window)
             live = keys.board_key(board.id, window, shard if shards > 1 else None)
             targets[window, shard] = (
                 None if expiry is not None and expiry <= now else (live, _build_key_of(token, live))
@@ -229,7 +228,7 @@ def _board_stream(token: str, board: Board, progress: Callable[[int], None] | No
     # wire (score, member, ...): a per-row dict and redis-py's own pairing loop cost more than
     # reading the rows.
     with _PipelineWriter() as writer:
-        for rows in value_selectors.board_values_stream(board.id, chunk=REBUILD_CHUNK):
+        for rows in board_values_stream(board.id, chunk=REBUILD_CHUNK):
             flat: dict[tuple[str, int], list[Any]] = defaultdict(list)
             if shards > 1:
                 for window, member, encoded in rows:
@@ -247,7 +246,7 @@ def _board_stream(token: str, board: Board, progress: Callable[[int], None] | No
                 if found is None:
                     continue
                 live, scratch = found
-                pipe.execute_command("ZADD", scratch, *args)
+                index.zadd_flat(pipe, scratch, args)
                 pipe.expire(scratch, BUILD_KEY_TTL)
                 counts[live] += len(args) // 2
             writer.send(pipe)
@@ -327,7 +326,7 @@ CATCH_UP_MARGIN = timedelta(seconds=30)
 def _catch_up(since, board_ids: list[int]) -> int:
     # updated_at is stamped when the upsert ran, a moment before its commit; the margin
     # covers that gap (ingest transactions last milliseconds) and clock skew.
-    rows = value_selectors.values_updated_since(board_ids, since=since - CATCH_UP_MARGIN)
+    rows = values_updated_since(board_ids, since=since - CATCH_UP_MARGIN)
     values_write(rows)
     return len(rows)
 

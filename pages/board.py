@@ -18,8 +18,7 @@ from pages.periods import Reset, reset_of, window_dates, window_label
 from pages.where import Where, past_windows
 from scores import windows
 from scores.models import Game
-from scores.player_selectors import player_names, player_search
-from scores.selectors import BoardConfig, GameConfig
+from scores.selectors import BoardConfig, GameConfig, player_names, player_search
 from seasons import selectors as frozen
 from seasons.models import WindowFreeze
 

@@ -12,8 +12,7 @@ from boards import selectors
 from pages.periods import WINDOW_LABELS
 from scores import windows
 from scores.models import Match
-from scores.player_selectors import player_result_counts, player_results, player_values
-from scores.selectors import BoardConfig, GameConfig
+from scores.selectors import BoardConfig, GameConfig, player_result_counts, player_results, player_values
 
 RESULTS_PER_BOARD = 10  # on the overview; one board's own list pages by RESULTS_PAGE
 RESULTS_PAGE = 50

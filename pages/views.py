@@ -25,8 +25,15 @@ from pages.archive import archive_read
 from pages.player import player_page_read
 from pages.where import Where, where_read
 from scores.models import Board, Game
-from scores.player_selectors import player_names
-from scores.selectors import BoardConfig, cached_board, cached_game, cached_game_config, player_of_user, player_pk
+from scores.selectors import (
+    BoardConfig,
+    cached_board,
+    cached_game,
+    cached_game_config,
+    player_names,
+    player_of_user,
+    player_pk,
+)
 
 RANK_CARD_PART = "rank-card"
 

@@ -68,6 +68,15 @@ def cluster_state(port: int) -> str:
     return "unknown"
 
 
+def ready(port: int) -> bool:
+    """The node sees the cluster as ok and, if it is a replica, has finished its first sync:
+    until then reads sent to replicas would all land on the primaries."""
+    if cluster_state(port) != "ok":
+        return False
+    info = dict(line.split(":", 1) for line in _cli(port, "info", "replication").split() if ":" in line)
+    return info.get("role") != "slave" or info.get("master_link_status") == "up"
+
+
 def _running() -> list[int] | None:
     ports = cluster_ports()
     if len(ports) != NODES or any(node_pid(p) is None for p in ports):
@@ -152,7 +161,7 @@ def ensure_cluster() -> str:
         timeout=60,
     )
     deadline = time.monotonic() + 30
-    while any(cluster_state(p) != "ok" for p in ports):
+    while not all(ready(p) for p in ports):
         if time.monotonic() > deadline:
             raise base.ServiceError(f"the local Redis Cluster did not become ready:\n{out[-2000:]}")
         time.sleep(0.2)

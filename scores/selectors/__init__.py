@@ -1,9 +1,10 @@
 """Reads of the durable store that other modules need, by concern:
 
 - `config`: games and boards as readers see them (cached in-process), game descriptions;
-- `players`: players, their signed-in users, friends and profiles;
+- `players`: players, their signed-in users, friends and profiles, and the player pages' reads;
 - `values`: board windows' values in the contract's order (Postgres fallback reads, exports,
-  held matches touching a season's top).
+  the freeze's copy, held matches touching a season's top) and as the ranking index is built and
+  repaired from them.
 
 Callers import from `scores.selectors`; the names below are its public surface."""
 
@@ -24,16 +25,38 @@ from scores.selectors.config import (
     season_spans,
     window_expiry,
 )
-from scores.selectors.players import Profile, friend_pks, json_value, player_of_user, player_pk, profiles
+from scores.selectors.players import (
+    PlayerResult,
+    Profile,
+    SearchResult,
+    friend_pks,
+    json_value,
+    player_name_matches,
+    player_names,
+    player_of_user,
+    player_pk,
+    player_result_counts,
+    player_results,
+    player_search,
+    player_values,
+    profiles,
+)
 from scores.selectors.values import (
     ORDER_SQL,
     DurableSlice,
+    best_over_days_stream,
+    board_values_stream,
     durable_position,
     durable_range,
     durable_standings,
     held_touching_top,
     rank_sql,
+    totals_over_days_stream,
+    values_of,
+    values_updated_since,
+    window_random_players,
     window_rows,
+    window_sample,
     window_standings_sql,
 )
 
@@ -43,8 +66,12 @@ __all__ = [
     "DurableSlice",
     "GameConfig",
     "GameDescription",
+    "PlayerResult",
     "Profile",
     "RegionConfig",
+    "SearchResult",
+    "best_over_days_stream",
+    "board_values_stream",
     "cached_board",
     "cached_game",
     "cached_game_config",
@@ -60,12 +87,23 @@ __all__ = [
     "games_list",
     "held_touching_top",
     "json_value",
+    "player_name_matches",
+    "player_names",
     "player_of_user",
     "player_pk",
+    "player_result_counts",
+    "player_results",
+    "player_search",
+    "player_values",
     "profiles",
     "rank_sql",
     "season_spans",
+    "totals_over_days_stream",
+    "values_of",
+    "values_updated_since",
     "window_expiry",
+    "window_random_players",
     "window_rows",
+    "window_sample",
     "window_standings_sql",
 ]

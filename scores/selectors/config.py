@@ -172,7 +172,7 @@ def cached_game_config_of_board(board_id: int) -> GameConfig | None:
     return cached_game_config(slug)
 
 
-def window_expiry(board_id: int, window: str) -> int | None:
+def window_expiry(board_id: int, *, window: str) -> int | None:
     """Unix time at which a board window's sorted set may expire (None: never)."""
     config = cached_game_config_of_board(board_id)
     if config is None:

@@ -1,4 +1,5 @@
-"""Reads of players: who a key or a user is, their friends, and their profiles on a board window."""
+"""Reads of players: who a key or a user is, their friends, their profiles on a board window, and
+what the player pages show (names, search by id or display-name prefix, results and values)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import Lower
 
-from scores.models import Friendship, Player, PlayerAccount
+from scores.models import Friendship, Player, PlayerAccount, PlayerValue, Result
 
 
 def player_pk(game_id: int, *, external_id: str) -> int | None:
@@ -52,3 +55,81 @@ def profiles(board_id: int, *, window: str, pks: list[int]) -> dict[int, Profile
 def json_value(value: Any) -> Any:
     # Django has psycopg hand jsonb to raw cursors as text (its JSONField decodes it).
     return json.loads(value) if isinstance(value, str) else value
+
+
+def player_names(pk: int) -> tuple[str, str]:
+    """(external id, display name) of a player; ("", "") if there is none."""
+    return Player.objects.filter(pk=pk).values_list("external_id", "display_name").first() or ("", "")
+
+
+def player_name_matches(game_id: int, *, q: str) -> QuerySet[Player]:
+    """Players of a game whose display name starts with `q`, any case (index player_name_prefix)."""
+    return (
+        Player.objects.annotate(lname=Lower("display_name"))
+        .filter(game_id=game_id, lname__startswith=q.lower())
+        .order_by()
+    )
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    players: list[tuple[int, str, str]]  # (pk, external id, display name), at most `limit`
+    count: int  # how many players match, counted up to `count_cap`
+    more: bool  # more than `count_cap` match
+
+
+def player_search(game_id: int, *, q: str, limit: int, count_cap: int = 1000) -> SearchResult:
+    """The player whose id is `q`, then those whose display name starts with `q` (any case):
+    index lookups only (player_unique_id_per_game, player_name_prefix), at most `limit` of them,
+    and how many match, counted up to `count_cap` (a one-letter prefix at 100M players must not
+    count millions of index entries)."""
+    exact = list(Player.objects.filter(game_id=game_id, external_id=q).values_list("pk", "external_id", "display_name"))
+    # No ORDER BY: a pattern-ops index cannot serve one, and sorting every match of a short
+    # prefix would read them all; the first `limit` in index order are sorted here.
+    by_name = player_name_matches(game_id, q=q).values_list("pk", "external_id", "display_name")[:limit]
+    seen = {pk for pk, _, _ in exact}
+    found = sorted((r for r in by_name if r[0] not in seen), key=lambda r: (r[2].lower(), r[1]))
+    capped = player_name_matches(game_id, q=q).exclude(pk__in=seen).values("pk")[: count_cap + 1]
+    count = len(exact) + Player.objects.filter(pk__in=capped).count()
+    return SearchResult((exact + found)[:limit], min(count, count_cap + len(exact)), count > count_cap + len(exact))
+
+
+@dataclass(frozen=True)
+class PlayerResult:
+    match_id: str
+    ended_at: Any
+    status: str  # accepted, held, voided
+    score: int
+    metadata: dict[str, Any] | None
+
+
+def player_results(player_pk_: int, *, board_id: int, offset: int, limit: int) -> list[PlayerResult]:
+    """A player's results on one board, newest first (the (player, board) index, then a sort of
+    that player's own results)."""
+    rows = (
+        Result.objects.filter(player_id=player_pk_, board_id=board_id)
+        .order_by("-match__ended_at", "-match_id")
+        .values_list("match__match_id", "match__ended_at", "match__status", "score", "metadata")[
+            offset : offset + limit
+        ]
+    )
+    return [PlayerResult(*r) for r in rows]
+
+
+def player_result_counts(player_pk_: int) -> dict[int, int]:
+    """How many results a player has per board id."""
+    rows = Result.objects.filter(player_id=player_pk_).values_list("board_id").annotate(n=Count("id"))
+    return dict(rows)
+
+
+def player_values(player_pk_: int, *, pairs: list[tuple[int, str]]) -> dict[tuple[int, str], tuple[int, Any]]:
+    """(value, reached_at) of a player per (board id, window) among `pairs`, where they have one."""
+    if not pairs:
+        return {}
+    query = Q()
+    for board_id, window in pairs:
+        query |= Q(board_id=board_id, window=window)
+    rows = PlayerValue.objects.filter(query, player_id=player_pk_).values_list(
+        "board_id", "window", "value", "reached_at"
+    )
+    return {(b, w): (v, at) for b, w, v, at in rows}

@@ -1,16 +1,21 @@
-"""Reads of board windows' values (scores_playervalue) in the contract's order (section 6):
-for readers while Redis is unreachable, exports, and the season close's held-match check."""
+"""Reads of board windows' values (scores_playervalue), the one home of raw SQL on that table
+outside the projector's writes:
+
+- in the contract's order (section 6): for readers while Redis is unreachable, exports, the
+  freeze's copy and the season close's held-match check;
+- as the ranking index is built and repaired from them (boards/services.py, boards/rolling.py,
+  boards/healing.py), which only consume the rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
-from scores import encoding
+from scores import encoding, pgarrays
 from scores.models import Match
 from scores.selectors.config import BoardConfig
 from scores.selectors.players import Profile, json_value
@@ -123,34 +128,30 @@ def durable_standings(
     return standings, found
 
 
-def window_standings_sql(*, board: BoardConfig, window: str) -> tuple[str, list[Any]]:
-    """One SELECT of every value of a board window in the contract's order, as (position, rank as
-    displayed, player id, value, reached_at, encoded), and its parameters: for the freeze's
-    set-based copy (INSERT ... SELECT in seasons/), which writes rows in the order it reads them."""
-    sql = f"""
-        SELECT ROW_NUMBER() OVER w, {rank_sql(board)}, pv.player_id, pv.value, pv.reached_at, pv.encoded
+def _in_order(board: BoardConfig, columns: str) -> str:
+    """SELECT (position, rank as displayed, *columns) of every value of one board window
+    (parameters: board id, window) in the contract's order."""
+    return f"""
+        SELECT ROW_NUMBER() OVER w, {rank_sql(board)}, {columns}
         FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
         WHERE pv.board_id = %s AND pv."window" = %s
         WINDOW w AS (ORDER BY {ORDER_SQL})
         ORDER BY {ORDER_SQL}
     """
-    return sql, [board.id, window]
+
+
+def window_standings_sql(*, board: BoardConfig, window: str) -> tuple[str, list[Any]]:
+    """One SELECT of every value of a board window in the contract's order, as (position, rank as
+    displayed, player id, value, reached_at, encoded), and its parameters: for the freeze's
+    set-based copy (INSERT ... SELECT in seasons/), which writes rows in the order it reads them."""
+    return _in_order(board, "pv.player_id, pv.value, pv.reached_at, pv.encoded"), [board.id, window]
 
 
 def window_rows(board: BoardConfig, *, window: str, chunk: int = 5000) -> Iterator[tuple]:
     """Every value of a board window in the contract's order, streamed from a server-side cursor:
     (position, rank as displayed, player id, display name, value, reached_at)."""
     with connection.chunked_cursor() as cur:
-        cur.execute(
-            f"""
-            SELECT ROW_NUMBER() OVER w, {rank_sql(board)}, p.external_id, p.display_name, pv.value, pv.reached_at
-            FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
-            WHERE pv.board_id = %s AND pv."window" = %s
-            WINDOW w AS (ORDER BY {ORDER_SQL})
-            ORDER BY {ORDER_SQL}
-            """,
-            [board.id, window],
-        )
+        cur.execute(_in_order(board, "p.external_id, p.display_name, pv.value, pv.reached_at"), [board.id, window])
         while rows := cur.fetchmany(chunk):
             yield from rows
 
@@ -187,3 +188,117 @@ def held_touching_top(board: BoardConfig, *, window: str, start: datetime, end: 
         if threshold is None or player_id in top_players or encoding.encode(board, value, ended_at) >= threshold:
             touching.add(match_id)
     return sorted(touching)
+
+
+# The reads the ranking index is built and repaired from.
+
+Value = tuple[int, str, int, int]  # board_id, window, player_id, encoded
+CHUNK = 20_000
+
+
+def values_of(refs: Iterable[tuple[int, str, int]], *, lock: bool = False) -> list[Value]:
+    """The values Postgres holds now for (board_id, window, player_id) references. `lock`:
+    FOR SHARE, in a stable order, inside the caller's transaction (moderation's rewrite)."""
+    refs = set(refs)
+    if not refs:
+        return []
+    b, w, p = zip(*refs, strict=True)
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT pv.board_id, pv."window", pv.player_id, pv.encoded
+            FROM unnest(%s::bigint[], %s::text[], %s::bigint[]) AS u(b, w, p)
+            JOIN scores_playervalue pv ON pv.board_id = u.b AND pv."window" = u.w AND pv.player_id = u.p
+            """
+            + (' ORDER BY pv.board_id, pv."window", pv.player_id FOR SHARE OF pv' if lock else ""),
+            [pgarrays.ints(b), pgarrays.texts(w), pgarrays.ints(p)],
+        )
+        return cur.fetchall()
+
+
+def board_values_stream(board_id: int, *, chunk: int = CHUNK) -> Iterator[list[tuple[str, str, int]]]:
+    """Every (window, player_id as text, encoded) of a board, in chunks, from one snapshot
+    (the id as text because that is how the sorted sets hold it)."""
+    with transaction.atomic(), connection.chunked_cursor() as cur:
+        cur.execute(
+            'SELECT "window", player_id::text, encoded FROM scores_playervalue WHERE board_id = %s '
+            'ORDER BY "window", encoded DESC, player_id',
+            [board_id],
+        )
+        while rows := cur.fetchmany(chunk):
+            yield rows
+
+
+def values_updated_since(board_ids: list[int], *, since: datetime) -> list[Value]:
+    """Values of these boards written at or after `since` (updated_at is stamped by the upsert)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            'SELECT board_id, "window", player_id, encoded FROM scores_playervalue '
+            "WHERE board_id = ANY(%s) AND updated_at >= %s",
+            [board_ids, since],
+        )
+        return cur.fetchall()
+
+
+def window_sample(board_id: int, *, window: str, player_ids: list[int]) -> dict[int, int]:
+    """player_id -> encoded for these players of one board window (those with a value)."""
+    if not player_ids:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            'SELECT player_id, encoded FROM scores_playervalue WHERE board_id = %s AND "window" = %s '
+            "AND player_id = ANY(%s)",
+            [board_id, window, pgarrays.ints(player_ids)],
+        )
+        return dict(cur.fetchall())
+
+
+def window_random_players(board_id: int, *, window: str, count: int) -> dict[int, int]:
+    """About `count` random players of a board window with their encoded values (TABLESAMPLE
+    would sample the whole table; an index range from a random player id stays cheap)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            'SELECT player_id, encoded FROM scores_playervalue WHERE board_id = %s AND "window" = %s '
+            "AND player_id >= (SELECT floor(random() * (COALESCE(MAX(player_id), 0) + 1))::bigint "
+            'FROM scores_playervalue WHERE board_id = %s AND "window" = %s) ORDER BY player_id LIMIT %s',
+            [board_id, window, board_id, window, count],
+        )
+        return dict(cur.fetchall())
+
+
+# A player's best over days whose sorted set has left Redis: the largest encoded score.
+_BEST_SQL = """
+SELECT player_id, MAX(encoded)
+FROM scores_playervalue
+WHERE board_id = %s AND "window" = ANY(%s)
+GROUP BY player_id
+"""
+
+# One row per player over the window's daily rows. reached_at follows total_reached_at():
+# the latest moment among the days that added something, else the earliest.
+_TOTALS_SQL = """
+SELECT player_id, SUM(value)::bigint,
+       COALESCE(MAX(reached_at) FILTER (WHERE value > 0), MIN(reached_at))
+FROM scores_playervalue
+WHERE board_id = %s AND "window" = ANY(%s)
+GROUP BY player_id
+"""
+
+
+def _stream(sql: str, params: list, chunk: int) -> Iterator[list[tuple]]:
+    with transaction.atomic(), connection.chunked_cursor() as cur:
+        cur.execute(sql, params)
+        while rows := cur.fetchmany(chunk):
+            yield rows
+
+
+def best_over_days_stream(board_id: int, *, days: list[str], chunk: int = CHUNK) -> Iterator[list[tuple[int, int]]]:
+    """(player_id, best encoded) over these daily windows, in chunks (rolling windows)."""
+    return _stream(_BEST_SQL, [board_id, days], chunk)
+
+
+def totals_over_days_stream(
+    board_id: int, *, days: list[str], chunk: int = CHUNK
+) -> Iterator[list[tuple[int, int, datetime]]]:
+    """(player_id, total, reached_at) over these daily windows, in chunks (rolling windows)."""
+    return _stream(_TOTALS_SQL, [board_id, days], chunk)

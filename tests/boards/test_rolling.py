@@ -188,7 +188,7 @@ def test_days_whose_sorted_set_expired_are_read_from_postgres(world) -> None:
     old_day = [k for k in set_keys(high.id, f"daily:{today - timedelta(days=4)}") if r.exists(k)]
     # the game keeps one period, but a board with last30d keeps its daily sets for 30 days
     assert old_day and all(r.ttl(k) > 20 * 86400 for k in old_day)
-    assert {r.expiretime(k) for k in old_day} == {window_expiry(high.id, f"daily:{today - timedelta(days=4)}")}
+    assert {r.expiretime(k) for k in old_day} == {window_expiry(high.id, window=f"daily:{today - timedelta(days=4)}")}
     for k in old_day:
         r.delete(k)  # a day Redis lost anyway: the refresh reads it from Postgres
     assert any(r.exists(k) for k in set_keys(high.id, f"daily:{today - timedelta(days=1)}"))

@@ -109,7 +109,7 @@ def test_demo_load_fills_postgres_with_ingest_semantics_and_redis_to_match(trans
     assert values == recomputed_values(game)
     # Redis holds every window still within the game's retention; Postgres keeps them all
     now_unix = timezone.now().timestamp()
-    live = {k for k in values if (window_expiry(k[0], k[1]) or now_unix + 1) > now_unix}
+    live = {k for k in values if (window_expiry(k[0], window=k[1]) or now_unix + 1) > now_unix}
     assert any(w.startswith("daily:") for _, w, _ in live) and len(live) < len(values)
     assert redis_values(game) == {k: encoded for k, (_, encoded, _) in values.items() if k in live}
 

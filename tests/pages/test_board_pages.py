@@ -10,8 +10,7 @@ from django.test import Client
 
 from pages import board as board_page
 from scores.models import Player
-from scores.player_selectors import player_name_matches
-from scores.selectors import cached_board
+from scores.selectors import cached_board, player_name_matches
 from seasons import services as seasons
 from tests.boards.conftest import submit
 from tests.conftest import SignedClient
