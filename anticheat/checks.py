@@ -11,6 +11,7 @@ from datetime import datetime
 
 from anticheat.models import AuditEntry, MatchFlag
 from anticheat.rules import Context, MatchLike, Verdict, evaluate, history_boards
+from scores.ingest import NewMatches
 from scores.models import ServerKey
 from scores.selectors import GameConfig
 
@@ -23,26 +24,17 @@ class SubmissionChecker:
     def history_boards(self, config: GameConfig) -> set[int]:
         return history_boards(config)
 
-    def judge(
-        self,
-        *,
-        config: GameConfig,
-        server_key: ServerKey | None,
-        matches: dict[int, MatchLike],
-        history: dict[tuple[int, str], int],
-        now: datetime,
-    ) -> dict[int, list[Verdict]]:
-        return submissions_check(config, server_key, matches, now, history=history)
+    def judge(self, new: NewMatches) -> dict[int, list[Verdict]]:
+        return submissions_check(new.config, new.server_key, new.matches, new.now, history=new.history)
 
     def record(
         self,
+        new: NewMatches,
         *,
-        config: GameConfig,
-        server_key: ServerKey | None,
         rejected: Sequence[tuple[MatchLike, Verdict]],
         held: Sequence[tuple[int, str, list[Verdict]]],
     ) -> None:
-        verdicts_record(config, server_key, rejected=rejected, held=held)
+        verdicts_record(new.config, new.server_key, rejected=rejected, held=held)
 
 
 def submissions_check(

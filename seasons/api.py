@@ -10,7 +10,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from boards.api import ErrorBodySerializer, _board, _query, _window
+from boards.api import (
+    BoardWindowOutSerializer,
+    ErrorBodySerializer,
+    WindowQuerySerializer,
+    board_config,
+    board_window,
+    parsed_query,
+)
 from leaderboard_project.errors import NotFound
 from scores import windows
 from scores.auth import ServerKeyAuthentication, server_key_permission
@@ -34,10 +41,7 @@ class StandingSerializer(serializers.Serializer):
     reached_at = serializers.DateTimeField()
 
 
-class StandingsOutSerializer(serializers.Serializer):
-    game = serializers.CharField()
-    board = serializers.CharField()
-    window = serializers.CharField()
+class StandingsOutSerializer(BoardWindowOutSerializer):
     version = serializers.IntegerField()
     frozen_at = serializers.DateTimeField()
     total = serializers.IntegerField()
@@ -56,8 +60,8 @@ class StandingsApi(APIView):
         summary="The frozen final standings of an explicit window (latest version)",
     )
     def get(self, request: Request, game: str, board: str, window: str) -> Response:
-        cfg = _board(game, board)
-        q = _query(StandingsQuerySerializer, request)
+        cfg = board_config(game, board)
+        q = parsed_query(StandingsQuerySerializer, request)
         if windows.kind_of(window) not in cfg.windows or window in windows.CURRENT_WINDOWS or "/" in window:
             raise NotFound(
                 f"unknown window {window!r}: name an explicit window, e.g. daily:2026-11-28", code="unknown_window"
@@ -85,9 +89,7 @@ class StandingsApi(APIView):
         return Response(body)
 
 
-class ExportQuerySerializer(serializers.Serializer):
-    window = serializers.CharField(default="all")
-    region = serializers.CharField(required=False)
+class ExportQuerySerializer(WindowQuerySerializer):
     version = serializers.IntegerField(min_value=1, required=False)
 
 
@@ -118,9 +120,7 @@ class WindowExportApi(APIView):
         summary="A board window as CSV (frozen standings, or the current values) for a game's servers",
     )
     def get(self, request: Request, game: str, board: str) -> HttpResponseBase:
-        cfg = _board(game, board)
-        q = _query(ExportQuerySerializer, request)
-        window = _window(cfg, q["window"], q.get("region"))
+        cfg, q, window = board_window(game, board, request, ExportQuerySerializer)
         freeze = freeze_of(cfg.id, window=window, version=q.get("version"))
         if q.get("version") and freeze is None:
             raise NotFound(f"{window} has no frozen version {q['version']}", code="unknown_version")

@@ -4,18 +4,22 @@ common (serializers, query parsing, board and window), top, players (a player's 
 friends), histogram."""
 
 from boards.api.common import (
-    _DEFAULTS,
+    QUERY_DEFAULTS,
+    BoardWindowOutSerializer,
     EntrySerializer,
     ErrorBodySerializer,
-    _board,
-    _query,
-    _window,
+    WindowQuerySerializer,
+    board_config,
+    board_window,
+    parsed_query,
+    resolved_window,
 )
 from boards.api.histogram import HistogramApi
 from boards.api.players import FriendsBoardApi, PlayerReadApi, PlayerStandingApi
 from boards.api.top import TopApi
 
 __all__ = [
+    "BoardWindowOutSerializer",
     "EntrySerializer",
     "ErrorBodySerializer",
     "FriendsBoardApi",
@@ -23,8 +27,10 @@ __all__ = [
     "PlayerReadApi",
     "PlayerStandingApi",
     "TopApi",
-    "_DEFAULTS",
-    "_board",
-    "_query",
-    "_window",
+    "WindowQuerySerializer",
+    "QUERY_DEFAULTS",
+    "board_config",
+    "board_window",
+    "parsed_query",
+    "resolved_window",
 ]

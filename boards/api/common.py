@@ -35,10 +35,15 @@ class TopQuerySerializer(serializers.Serializer):
     offset = serializers.IntegerField(min_value=0, max_value=10_000, default=0)
 
 
-class TopOutSerializer(serializers.Serializer):
+class BoardWindowOutSerializer(serializers.Serializer):
+    """What every body about one board window starts with (the window explicit, as resolved)."""
+
     game = serializers.CharField()
     board = serializers.CharField()
     window = serializers.CharField()
+
+
+class TopOutSerializer(BoardWindowOutSerializer):
     total = serializers.IntegerField()
     entries = EntrySerializer(many=True)
     degraded = serializers.BooleanField(required=False)
@@ -50,10 +55,7 @@ class PlayerQuerySerializer(serializers.Serializer):
     around = serializers.IntegerField(min_value=0, max_value=50, default=2)
 
 
-class PlayerOutSerializer(serializers.Serializer):
-    game = serializers.CharField()
-    board = serializers.CharField()
-    window = serializers.CharField()
+class PlayerOutSerializer(BoardWindowOutSerializer):
     player = serializers.CharField()
     display_name = serializers.CharField(allow_null=True)
     rank = serializers.IntegerField(allow_null=True)
@@ -88,10 +90,7 @@ class FriendEntrySerializer(serializers.Serializer):
     metadata = serializers.JSONField(source="entry.metadata", allow_null=True)
 
 
-class FriendsOutSerializer(serializers.Serializer):
-    game = serializers.CharField()
-    board = serializers.CharField()
-    window = serializers.CharField()
+class FriendsOutSerializer(BoardWindowOutSerializer):
     player = serializers.CharField()
     entries = FriendEntrySerializer(many=True)
     rank_exact = serializers.BooleanField(help_text="always true: friends' ranks are counted exactly")
@@ -103,7 +102,7 @@ class FriendsOutSerializer(serializers.Serializer):
 # the bodies.
 
 
-def _entry(e: selectors.Entry) -> dict[str, Any]:
+def entry_body(e: selectors.Entry) -> dict[str, Any]:
     return {
         "rank": e.rank,
         "player": e.external_id,
@@ -113,7 +112,7 @@ def _entry(e: selectors.Entry) -> dict[str, Any]:
     }
 
 
-def _friend_entry(f: selectors.FriendEntry) -> dict[str, Any]:
+def friend_entry_body(f: selectors.FriendEntry) -> dict[str, Any]:
     e = f.entry
     return {
         "rank": f.rank,
@@ -125,7 +124,7 @@ def _friend_entry(f: selectors.FriendEntry) -> dict[str, Any]:
     }
 
 
-def _board(game: str, board: str) -> BoardConfig:
+def board_config(game: str, board: str) -> BoardConfig:
     found = cached_board(game, board_slug=board)
     if found is None:
         if cached_game(game)[0] is None:
@@ -134,7 +133,7 @@ def _board(game: str, board: str) -> BoardConfig:
     return found
 
 
-def _window(board: BoardConfig, spec: str, region: str | None = None) -> str:
+def resolved_window(board: BoardConfig, spec: str, region: str | None = None) -> str:
     """The explicit window a query means; with ?region=, the region's board of it."""
     tz = board.reset_timezone
     if region:
@@ -151,17 +150,26 @@ def _window(board: BoardConfig, spec: str, region: str | None = None) -> str:
 
 _INT_PARAMS = {"limit": (1, 100), "offset": (0, 10_000), "around": (0, 50)}
 # The serializers' defaults, for the parameters read directly (other serializers always validate)
-_DEFAULTS: dict[type[serializers.Serializer], dict[str, Any]] = {
+QUERY_DEFAULTS: dict[type[serializers.Serializer], dict[str, Any]] = {
     TopQuerySerializer: {"window": "all", "limit": 10, "offset": 0},
     PlayerQuerySerializer: {"window": "all", "around": 2},
     WindowQuerySerializer: {"window": "all"},
 }
 
 
-def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+def board_window(
+    game: str, board: str, request: Request, query: type[serializers.Serializer] = WindowQuerySerializer
+) -> tuple[BoardConfig, dict[str, Any], str]:
+    """The board a read names, its validated query, and the explicit window the query means."""
+    cfg = board_config(game, board)
+    q = parsed_query(query, request)
+    return cfg, q, resolved_window(cfg, q["window"], q.get("region"))
+
+
+def parsed_query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
     """The validated query. Plain parameters are read directly; anything unusual (a bad
     number, an empty or repeated parameter) goes through the serializer, which words the 400."""
-    defaults = _DEFAULTS.get(serializer_class)
+    defaults = QUERY_DEFAULTS.get(serializer_class)
     params = request._request.GET
     out = dict(defaults or {})
     fast = defaults is not None
@@ -206,12 +214,20 @@ WINDOW_PARAM = OpenApiParameter(
 )
 NOT_FOUND = OpenApiResponse(ErrorBodySerializer, description="unknown game, board, player or window")
 BAD_QUERY = OpenApiResponse(ErrorBodySerializer, description="a parameter out of its range, or a malformed player id")
+PUBLIC_READ_ERRORS = {400: BAD_QUERY, 404: NOT_FOUND}
+# reads about one player: signed, or a player token, or a signed-in user; throttled
+PLAYER_READ_ERRORS = {
+    **PUBLIC_READ_ERRORS,
+    401: ErrorBodySerializer,
+    403: ErrorBodySerializer,
+    429: ErrorBodySerializer,
+}
 
 
 def _int_param(name: str, description: str) -> OpenApiParameter:
     """An integer query parameter with the bounds _query() enforces (the schema states them)."""
     lo, hi = _INT_PARAMS[name]
-    default = _DEFAULTS[TopQuerySerializer].get(name, _DEFAULTS[PlayerQuerySerializer].get(name))
+    default = QUERY_DEFAULTS[TopQuerySerializer].get(name, QUERY_DEFAULTS[PlayerQuerySerializer].get(name))
     schema = {"type": "integer", "minimum": lo, "maximum": hi, "default": default}
     return OpenApiParameter(name, schema, description=f"{description} ({lo}-{hi}, default {default})")
 
@@ -221,7 +237,7 @@ OFFSET_PARAM = _int_param("offset", "entries skipped before the page")
 AROUND_PARAM = _int_param("around", "neighbours on each side")
 
 
-def _json(body: dict[str, Any]) -> bytes:
+def json_bytes(body: dict[str, Any]) -> bytes:
     """The body as DRF's JSONRenderer writes it (compact, UTF-8, U+2028/9 escaped)."""
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()

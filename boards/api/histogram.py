@@ -9,8 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from boards import histogram
-from boards.api.common import NOT_FOUND, REGION_PARAM, WINDOW_PARAM, WindowQuerySerializer, _board, _query, _window
-from leaderboard_project.errors import ErrorBodySerializer
+from boards.api.common import PUBLIC_READ_ERRORS, REGION_PARAM, WINDOW_PARAM, BoardWindowOutSerializer, board_window
 
 
 class HistogramBucketSerializer(serializers.Serializer):
@@ -19,10 +18,7 @@ class HistogramBucketSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
-class HistogramOutSerializer(serializers.Serializer):
-    game = serializers.CharField()
-    board = serializers.CharField()
-    window = serializers.CharField()
+class HistogramOutSerializer(BoardWindowOutSerializer):
     total = serializers.IntegerField()
     refreshed_at = serializers.DateTimeField(allow_null=True)
     buckets = HistogramBucketSerializer(many=True)
@@ -39,13 +35,11 @@ class HistogramApi(APIView):
     @extend_schema(
         operation_id="boards_histogram",
         parameters=[WINDOW_PARAM, REGION_PARAM],
-        responses={200: HistogramOutSerializer, 400: ErrorBodySerializer, 404: NOT_FOUND},
+        responses={200: HistogramOutSerializer, **PUBLIC_READ_ERRORS},
         summary="How many players stand in each score bucket (lowest value first); may be minutes old",
     )
     def get(self, request: Request, game: str, board: str) -> Response:
-        cfg = _board(game, board)
-        q = _query(WindowQuerySerializer, request)
-        window = _window(cfg, q["window"], q.get("region"))
+        cfg, _, window = board_window(game, board, request)
         found = histogram.histogram_read(cfg, window)
         body = HistogramOutSerializer(
             {

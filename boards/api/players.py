@@ -15,24 +15,22 @@ from rest_framework.views import APIView
 from boards import index, selectors
 from boards.api.common import (
     AROUND_PARAM,
-    BAD_QUERY,
-    NOT_FOUND,
+    PLAYER_READ_ERRORS,
     REGION_PARAM,
     WINDOW_PARAM,
     FriendsOutSerializer,
     JsonOnly,
     PlayerOutSerializer,
     PlayerQuerySerializer,
-    WindowQuerySerializer,
-    _board,
-    _entry,
-    _friend_entry,
-    _query,
-    _window,
+    board_window,
+    entry_body,
+    friend_entry_body,
+    parsed_query,
+    resolved_window,
 )
 from boards.redis import REDIS_DOWN
 from boards.throttles import PlayerReadThrottle
-from leaderboard_project.errors import ErrorBodySerializer, NotFound
+from leaderboard_project.errors import NotFound
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
 from scores.ids import player_id_check
 from scores.models import ServerKey
@@ -89,8 +87,8 @@ class PlayerStandingApi(PlayerReadApi):
         if selectors.player_pk_cached(cfg.game_id, kw["player"]) != user.player_pk:
             return None
         try:
-            q = _query(PlayerQuerySerializer, request)
-            window = _window(cfg, q["window"], q.get("region"))
+            q = parsed_query(PlayerQuerySerializer, request)
+            window = resolved_window(cfg, q["window"], q.get("region"))
         except exceptions.APIException:
             return None
         return cfg, window, user.player_pk, q["around"]
@@ -123,23 +121,14 @@ class PlayerStandingApi(PlayerReadApi):
     @extend_schema(
         operation_id="boards_player",
         parameters=[WINDOW_PARAM, REGION_PARAM, AROUND_PARAM],
-        responses={
-            200: PlayerOutSerializer,
-            400: BAD_QUERY,
-            401: ErrorBodySerializer,
-            403: ErrorBodySerializer,
-            404: NOT_FOUND,
-            429: ErrorBodySerializer,
-        },
+        responses={200: PlayerOutSerializer, **PLAYER_READ_ERRORS},
         summary="A player's exact rank, percentile and the players around them",
     )
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
         if self._prefetched is not None:
             (cfg, window, pk, around), reply = self._prefetched
         else:
-            cfg = _board(game, board)
-            q = _query(PlayerQuerySerializer, request)
-            window = _window(cfg, q["window"], q.get("region"))
+            cfg, q, window = board_window(game, board, request, PlayerQuerySerializer)
             pk = self.player_pk(request, cfg, player)
             around, reply = q["around"], None
         standing = selectors.player_standing(cfg, window, pk, around, reply=reply)
@@ -155,7 +144,7 @@ class PlayerStandingApi(PlayerReadApi):
             "total": standing.total,
             "percentile": standing.percentile,
             "metadata": me.metadata if me else None,
-            "around": [_entry(e) for e in standing.around],
+            "around": [entry_body(e) for e in standing.around],
             "rank_exact": standing.rank_exact,
         }
         if not standing.rank_exact:
@@ -169,20 +158,11 @@ class FriendsBoardApi(PlayerReadApi):
     @extend_schema(
         operation_id="boards_friends",
         parameters=[WINDOW_PARAM, REGION_PARAM],
-        responses={
-            200: FriendsOutSerializer,
-            400: BAD_QUERY,
-            401: ErrorBodySerializer,
-            403: ErrorBodySerializer,
-            404: NOT_FOUND,
-            429: ErrorBodySerializer,
-        },
+        responses={200: FriendsOutSerializer, **PLAYER_READ_ERRORS},
         summary="The player and their friends, ranked among themselves and on the whole board",
     )
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
-        cfg = _board(game, board)
-        q = _query(WindowQuerySerializer, request)
-        window = _window(cfg, q["window"], q.get("region"))
+        cfg, _, window = board_window(game, board, request)
         pk = self.player_pk(request, cfg, player)
         friends = selectors.friends_board(cfg, window, pk)
         body = {
@@ -190,7 +170,7 @@ class FriendsBoardApi(PlayerReadApi):
             "board": board,
             "window": window,
             "player": player,
-            "entries": [_friend_entry(f) for f in friends.entries],
+            "entries": [friend_entry_body(f) for f in friends.entries],
             "rank_exact": True,
         }
         if friends.degraded:

@@ -13,21 +13,18 @@ from rest_framework.views import APIView
 
 from boards import selectors
 from boards.api.common import (
-    BAD_QUERY,
     LIMIT_PARAM,
-    NOT_FOUND,
     OFFSET_PARAM,
+    PUBLIC_READ_ERRORS,
     REGION_PARAM,
     TOP_CACHE_SECONDS,
     WINDOW_PARAM,
     JsonOnly,
     TopOutSerializer,
     TopQuerySerializer,
-    _board,
-    _entry,
-    _json,
-    _query,
-    _window,
+    board_window,
+    entry_body,
+    json_bytes,
 )
 
 
@@ -72,13 +69,11 @@ class TopApi(APIView):
     @extend_schema(
         operation_id="boards_top",
         parameters=[WINDOW_PARAM, REGION_PARAM, LIMIT_PARAM, OFFSET_PARAM],
-        responses={200: TopOutSerializer, 400: BAD_QUERY, 404: NOT_FOUND},
+        responses={200: TopOutSerializer, **PUBLIC_READ_ERRORS},
         summary="The top of a board",
     )
     def get(self, request: Request, game: str, board: str) -> Response:
-        cfg = _board(game, board)
-        q = _query(TopQuerySerializer, request)
-        window = _window(cfg, q["window"], q.get("region"))
+        cfg, q, window = board_window(game, board, request, TopQuerySerializer)
         key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
         shared = q["offset"] < self.SHARED_MAX_OFFSET
         content = self._cached(key, shared)
@@ -89,11 +84,11 @@ class TopApi(APIView):
                 "board": board,
                 "window": window,
                 "total": page.total,
-                "entries": [_entry(e) for e in page.entries],
+                "entries": [entry_body(e) for e in page.entries],
             }
             if page.degraded:
                 body["degraded"] = True
-            content = _json(body)
+            content = json_bytes(body)
             if not page.degraded:
                 self._remember(key, content, shared)
         response = HttpResponse(content, content_type="application/json")

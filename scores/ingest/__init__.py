@@ -27,7 +27,7 @@ match is, and how it is refused).
 """
 
 from scores.ingest.append import NOTIFY_CHANNEL
-from scores.ingest.checks import SubmissionChecks, Verdict, submission_checks_register
+from scores.ingest.checks import NewMatches, SubmissionChecks, Verdict, submission_checks_register
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, ResultIn, RuleRejected
 from scores.ingest.submit import match_submit, matches_submit
 
@@ -37,6 +37,7 @@ __all__ = [
     "MatchConflict",
     "MatchIn",
     "MatchOutcome",
+    "NewMatches",
     "ResultIn",
     "RuleRejected",
     "SubmissionChecks",

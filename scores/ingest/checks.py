@@ -4,6 +4,7 @@ its AppConfig.ready(), so the durable core calls the rules without importing the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -17,6 +18,20 @@ class Verdict(Protocol):
     reason: str
 
 
+@dataclass(frozen=True)
+class NewMatches:
+    """What the rules judge: a submission's new matches (by request index), and what the
+    submission's transaction already knows about them."""
+
+    config: GameConfig
+    server_key: ServerKey | None
+    matches: dict[int, MatchIn]
+    # (board_id, external player id) -> the player's all-time encoded value before the
+    # submission, as the append statement read it for the boards of history_boards()
+    history: dict[tuple[int, str], int]
+    now: datetime
+
+
 class SubmissionChecks(Protocol):
     """What ingest asks of the anti-cheat rules (anticheat/checks.py implements it)."""
 
@@ -24,23 +39,14 @@ class SubmissionChecks(Protocol):
         """Boards whose players' current all-time values the rules read (the append returns them)."""
         ...
 
-    def judge(
-        self,
-        *,
-        config: GameConfig,
-        server_key: ServerKey | None,
-        matches: dict[int, MatchIn],
-        history: dict[tuple[int, str], int],
-        now: datetime,
-    ) -> dict[int, list[Verdict]]:
+    def judge(self, new: NewMatches) -> dict[int, list[Verdict]]:
         """Per request index of a new match, what the rules say (absent: accepted as it is)."""
         ...
 
     def record(
         self,
+        new: NewMatches,
         *,
-        config: GameConfig,
-        server_key: ServerKey | None,
         rejected: Sequence[tuple[MatchIn, Verdict]],
         held: Sequence[tuple[int, str, list[Verdict]]],
     ) -> None:
@@ -59,20 +65,13 @@ def submission_checks_register(checks: SubmissionChecks, *, uid: str) -> None:
     _checks[:] = list(_registered.values())
 
 
-def judge(
-    config: GameConfig,
-    server_key: ServerKey | None,
-    fresh: dict[int, MatchIn],
-    history: dict[tuple[int, str], int],
-    now: datetime,
-) -> dict[int, list[Verdict]]:
+def judge(new: NewMatches) -> dict[int, list[Verdict]]:
     """Every registered rule set's verdicts on the new matches (rules judge new matches only:
     a retry of a stored match is answered from what was stored, never rejected or held anew)."""
     verdicts: dict[int, list[Verdict]] = {}
-    if fresh:
+    if new.matches:
         for checks in _checks:
-            found = checks.judge(config=config, server_key=server_key, matches=fresh, history=history, now=now)
-            for i, vs in found.items():
+            for i, vs in checks.judge(new).items():
                 verdicts.setdefault(i, []).extend(vs)
     return verdicts
 
@@ -83,10 +82,10 @@ def history_boards(config: GameConfig) -> set[int]:
 
 
 def record(
-    config: GameConfig,
-    server_key: ServerKey | None,
+    new: NewMatches,
+    *,
     rejected: Sequence[tuple[MatchIn, Verdict]],
     held: Sequence[tuple[int, str, list[Verdict]]],
 ) -> None:
     for checks in _checks:
-        checks.record(config=config, server_key=server_key, rejected=rejected, held=held)
+        checks.record(new, rejected=rejected, held=held)

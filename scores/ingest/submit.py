@@ -86,7 +86,8 @@ def _store(
     if missing:  # inserted by a request that committed after the statement's snapshot
         stored.update(matches_existing(config.game.id, missing))
     fresh = {i: m for mid, (i, m, _) in candidates.items() if mid in appended.new}
-    verdicts = checks.judge(config, server_key, fresh, appended.history, now)
+    new = checks.NewMatches(config=config, server_key=server_key, matches=fresh, history=appended.history, now=now)
+    verdicts = checks.judge(new)
     rejected, held, kept = [], [], []
     for match_id, (i, match, digest) in candidates.items():
         if match_id not in appended.new:
@@ -116,7 +117,7 @@ def _store(
         matches_hold([pk for pk, _, _ in held])
     if config.regions:
         region_claims_store(config, kept, appended.players)
-    checks.record(config, server_key, rejected, held)
+    checks.record(new, rejected=rejected, held=held)
     if appended.new:
         if settings.PROJECTOR_INLINE:
             from scores.projection import pending_apply

@@ -12,11 +12,11 @@ from boards import api
 pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
 
 
-@pytest.mark.parametrize("serializer", list(api._DEFAULTS))
+@pytest.mark.parametrize("serializer", list(api.QUERY_DEFAULTS))
 def test_the_fast_defaults_are_the_serializers_defaults(serializer) -> None:
     validated = serializer(data={})
     assert validated.is_valid(), validated.errors
-    assert api._DEFAULTS[serializer] == dict(validated.validated_data)
+    assert api.QUERY_DEFAULTS[serializer] == dict(validated.validated_data)
 
 
 @pytest.mark.parametrize(
@@ -40,13 +40,13 @@ def test_the_fast_defaults_are_the_serializers_defaults(serializer) -> None:
         "unknown=1",
     ],
 )
-@pytest.mark.parametrize("serializer", list(api._DEFAULTS))
+@pytest.mark.parametrize("serializer", list(api.QUERY_DEFAULTS))
 def test_the_fast_path_answers_as_the_serializer(serializer, query: str) -> None:
     request = Request(RequestFactory().get("/?" + query))
     try:
         expected = dict(serializer(data=request.query_params).run_validation(request.query_params))
     except ValidationError:
         with pytest.raises(ValidationError):
-            api._query(serializer, request)
+            api.parsed_query(serializer, request)
         return
-    assert api._query(serializer, request) == expected
+    assert api.parsed_query(serializer, request) == expected
