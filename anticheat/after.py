@@ -129,8 +129,8 @@ def checks_enqueue(match_pks: Sequence[int]) -> bool:
     from anticheat.tasks import check_pending
 
     pipe = get_redis().pipeline(transaction=False)
-    pipe.rpush(keys.anticheat_pending(), *match_pks)
-    pipe.set(keys.anticheat_scheduled(), 1, nx=True, ex=SCHEDULE_TTL)
+    pipe.rpush(keys.ANTICHEAT_PENDING, *match_pks)
+    pipe.set(keys.ANTICHEAT_SCHEDULED, 1, nx=True, ex=SCHEDULE_TTL)
     _, scheduled = pipe.execute()
     if scheduled:
         check_pending.apply_async(countdown=DRAIN_DELAY_SECONDS, expires=SCHEDULE_TTL, retry=False)
@@ -141,9 +141,9 @@ def checks_drain() -> int:
     """Run the after-the-fact checks on every queued match; returns how many were held. The
     flag goes first, so a match queued while the drain runs queues the next drain itself."""
     r = get_redis()
-    r.delete(keys.anticheat_scheduled())
+    r.delete(keys.ANTICHEAT_SCHEDULED)
     held = 0
-    while pks := r.lpop(keys.anticheat_pending(), DRAIN_CHUNK):
+    while pks := r.lpop(keys.ANTICHEAT_PENDING, DRAIN_CHUNK):
         held += matches_check(match_pks=[int(pk) for pk in pks])
     return held
 

@@ -43,9 +43,13 @@ class ModerationApiView(ServerApiView):
 class MatchVoidApi(ModerationApiView):
     @extend_schema(
         operation_id="matches_void",
+        summary="Void a match: it stops counting everywhere (voiding twice is harmless)",
+        description=(
+            "Each affected player's value per board and window is recomputed from their remaining valid matches "
+            "and rewritten on every board (removed where nothing remains); frozen standings get a new version."
+        ),
         request=VoidInSerializer,
         responses={200: ModerationOutSerializer, **MODERATION_ERRORS},
-        summary="Void a match: it stops counting everywhere (voiding twice is harmless)",
     )
     def post(self, request: Request, game: str, match_id: str) -> Response:
         body = VoidInSerializer(data=request.data)

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from anticheat.models import AuditEntry, MatchFlag
 from anticheat.rules import Context, MatchLike, Verdict, evaluate, history_boards
-from scores.ingest import NewMatches
+from scores.ingest.checks import Held, NewMatches, Rejected
 from scores.models import ServerKey
 from scores.selectors import GameConfig
 
@@ -27,13 +27,7 @@ class SubmissionChecker:
     def judge(self, new: NewMatches) -> dict[int, list[Verdict]]:
         return submissions_check(new.config, new.server_key, new.matches, new.now, history=new.history)
 
-    def record(
-        self,
-        new: NewMatches,
-        *,
-        rejected: Sequence[tuple[MatchLike, Verdict]],
-        held: Sequence[tuple[int, str, list[Verdict]]],
-    ) -> None:
+    def record(self, new: NewMatches, *, rejected: Rejected, held: Held) -> None:
         verdicts_record(new.config, new.server_key, rejected=rejected, held=held)
 
 

@@ -32,18 +32,18 @@ log = logging.getLogger(__name__)
 
 
 class MatchNotFound(NotFound):
-    code = "unknown_match"
+    code = "unknown_match"  # no match with this id in the game
 
 
 class MatchVoided(Conflict):
-    code = "match_voided"
+    code = "match_voided"  # approving a voided match: a void is final
 
 
 @dataclass(frozen=True)
 class Actor:
     """Who acts: a staff user (admin), a server key (API) or the rules (Celery)."""
 
-    label: str
+    label: str  # as the audit log shows it
     user: AbstractBaseUser | None = None
     key: ServerKey | None = None
 

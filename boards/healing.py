@@ -39,10 +39,10 @@ FAILOVER_MARGIN = timedelta(seconds=60)  # before the last check that saw the ol
 
 @dataclass
 class SampleReport:
-    windows: int = 0
-    sampled: int = 0
-    drift: int = 0
-    repaired: int = 0
+    windows: int = 0  # live board windows sampled
+    sampled: int = 0  # members compared with Postgres, from both sides
+    drift: int = 0  # of those, values the sorted sets had wrong or missing
+    repaired: int = 0  # written back from Postgres
 
 
 def index_sample_check(*, per_window: int = SAMPLE, now: datetime | None = None) -> SampleReport:
@@ -55,9 +55,9 @@ def index_sample_check(*, per_window: int = SAMPLE, now: datetime | None = None)
             report.windows += 1
             _window_check(board, window, per_window, report)
     stats = get_redis().pipeline(transaction=False)
-    stats.hincrby(keys.heal_stats(), "sampled", report.sampled)
-    stats.hincrby(keys.heal_stats(), "drift", report.drift)
-    stats.hset(keys.heal_stats(), "last_at", now.isoformat())
+    stats.hincrby(keys.HEAL_STATS, "sampled", report.sampled)
+    stats.hincrby(keys.HEAL_STATS, "drift", report.drift)
+    stats.hset(keys.HEAL_STATS, "last_at", now.isoformat())
     stats.execute()
     if report.drift:
         log.warning(
@@ -117,8 +117,8 @@ def failover_replay() -> int:
     )
     plain = get_redis()
     now = time.time()
-    raw = plain.get(keys.heal_primaries())
-    plain.set(keys.heal_primaries(), json.dumps({"primaries": primaries, "at": now}))
+    raw = plain.get(keys.HEAL_PRIMARIES)
+    plain.set(keys.HEAL_PRIMARIES, json.dumps({"primaries": primaries, "at": now}))
     if raw is None:
         return 0
     seen = json.loads(raw)

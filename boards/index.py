@@ -204,7 +204,7 @@ def batch(ops: Sequence[Op], *, replicas: bool = False, transaction: bool = Fals
 
 
 def built() -> bool:
-    return bool(index().exists(keys.built_marker()))
+    return bool(index().exists(keys.BUILT_MARKER))
 
 
 def built_or_raise(flag: Any) -> None:
@@ -214,7 +214,7 @@ def built_or_raise(flag: Any) -> None:
 
 
 def mark_built(value: str) -> None:
-    index().set(keys.built_marker(), value)
+    index().set(keys.BUILT_MARKER, value)
 
 
 def shards_of(board_id: int) -> int:

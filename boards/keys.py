@@ -22,6 +22,11 @@ lb:live:watched                 sorted set: "{board_id}|{window}" -> until when 
 lb:live:due                     sorted set: "{board_id}|{window}" -> earliest next live publish (ms)
 lb:live:dirty                   set: watched board windows changed since their last publish
 lb:live:top:{board_id}:{window} digest of the last top-10 message published for a board window
+lb:live:topgate:{board_id}:{window}
+                                set (expiring after the publish interval) while a board window's
+                                top-10 message may not go out again
+lb:live:top_pending             sorted set: "{board_id}|{window}" -> when (ms) its held-back top-10
+                                message is due; whoever removes the entry publishes it
 lb:anticheat:pending            list: ids of accepted matches awaiting the after-the-fact checks
 lb:rate:{g<game_id>}:<player>   integer: a player's new matches in the anti-cheat rate rule's window
                                 (anticheat/rules.py); one hash tag per game, so one script call
@@ -37,6 +42,20 @@ import re
 import zlib
 
 BOARD_PREFIX = "lb:"
+
+# Keys that take no parameter (what each holds: the table above)
+BUILT_MARKER = "lb:meta:built"
+OUTBOX_APPLIED = "lb:outbox:applied"
+ANTICHEAT_PENDING = "lb:anticheat:pending"
+ANTICHEAT_SCHEDULED = "lb:anticheat:scheduled"
+LIVE_WATCHED = "lb:live:watched"
+LIVE_DUE = "lb:live:due"
+LIVE_DIRTY = "lb:live:dirty"
+LIVE_TOP_PENDING = "lb:live:top_pending"
+HEARTBEAT_WORKERS = "lb:heartbeat:workers"
+HEARTBEAT_BEAT = "lb:heartbeat:beat"
+HEAL_STATS = "lb:heal:stats"
+HEAL_PRIMARIES = "lb:heal:primaries"
 _BOARD_KEY = re.compile(r"^lb:\{(\d+)(?:\.(\d+))?\}:(.+)$")
 
 
@@ -105,40 +124,12 @@ def changes_key(live_key: str) -> str:
     return "lbc:" + live_key[len("lb:") :]
 
 
-def built_marker() -> str:
-    return "lb:meta:built"
-
-
-def outbox_applied() -> str:
-    return "lb:outbox:applied"
-
-
 def histogram_key(board_id: int, window: str) -> str:
     return f"lb:hist:{board_id}:{window}"
 
 
-def anticheat_pending() -> str:
-    return "lb:anticheat:pending"
-
-
 def match_rate_key(game_id: int, player: str) -> str:
     return f"lb:rate:{{g{game_id}}}:{player}"
-
-
-def anticheat_scheduled() -> str:
-    return "lb:anticheat:scheduled"
-
-
-def live_watched() -> str:
-    return "lb:live:watched"
-
-
-def live_due() -> str:
-    return "lb:live:due"
-
-
-def live_dirty() -> str:
-    return "lb:live:dirty"
 
 
 def live_last_top(board_id: int, window: str) -> str:
@@ -149,25 +140,5 @@ def live_top_gate(board_id: int, window: str) -> str:
     return f"lb:live:topgate:{board_id}:{window}"
 
 
-def live_top_pending() -> str:
-    return "lb:live:top_pending"
-
-
 def throttle_key(scope: str, ident: str, window: int) -> str:
     return f"lb:throttle:{scope}:{ident}:{window}"
-
-
-def heartbeat_workers() -> str:
-    return "lb:heartbeat:workers"
-
-
-def heartbeat_beat() -> str:
-    return "lb:heartbeat:beat"
-
-
-def heal_stats() -> str:
-    return "lb:heal:stats"
-
-
-def heal_primaries() -> str:
-    return "lb:heal:primaries"

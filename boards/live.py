@@ -104,7 +104,7 @@ def windows_changed(pairs: Iterable[tuple[int, str]]) -> int:
         return 0
     try:
         now, due, held = script("live_mark")(
-            keys=[keys.live_watched(), keys.live_due(), keys.live_dirty()],
+            keys=[keys.LIVE_WATCHED, keys.LIVE_DUE, keys.LIVE_DIRTY],
             args=[tick_ms(), *members],
             client=get_redis(),
         )
@@ -134,14 +134,12 @@ def _trailing_schedule(now_ms: int, due_ms: set[int]) -> None:
 def flush_due() -> int:
     """The trailing edge (a scheduled Celery task, and beat): publish held-back changes due now."""
     r = get_redis()
-    due = script("live_flush")(
-        keys=[keys.live_watched(), keys.live_due(), keys.live_dirty()], args=[tick_ms()], client=r
-    )
+    due = script("live_flush")(keys=[keys.LIVE_WATCHED, keys.LIVE_DUE, keys.LIVE_DIRTY], args=[tick_ms()], client=r)
     pairs = {parse_member(m) for m in due}
     # tops held back by their own interval: whoever removes the entry publishes it
     now_ms = _ms(r.time())
-    for m in r.zrangebyscore(keys.live_top_pending(), "-inf", now_ms):
-        if r.zrem(keys.live_top_pending(), m):
+    for m in r.zrangebyscore(keys.LIVE_TOP_PENDING, "-inf", now_ms):
+        if r.zrem(keys.LIVE_TOP_PENDING, m):
             pairs.add(parse_member(m))
     return _publish(sorted(pairs))
 
@@ -156,7 +154,7 @@ def watched_changed(*, rolling_only: bool = False) -> int:
     """Mark every watched board window changed: after paths that rewrote boards without saying
     which windows (the outbox drain after an outage, a rebuild, the rolling refresh)."""
     now_ms = int(time.time() * 1000)
-    pairs = [parse_member(m) for m in get_redis().zrangebyscore(keys.live_watched(), now_ms, "+inf")]
+    pairs = [parse_member(m) for m in get_redis().zrangebyscore(keys.LIVE_WATCHED, now_ms, "+inf")]
     if rolling_only:
         pairs = [(b, w) for b, w in pairs if windows.kind_of(w) in windows.ROLLING_WINDOWS]
     return windows_changed(pairs)
@@ -167,7 +165,7 @@ def windows_watch(pairs: Iterable[tuple[int, str]]) -> None:
     until = int(time.time() * 1000) + WATCH_TTL_MS
     mapping = {member(b, w): until for b, w in pairs}
     if mapping:
-        get_redis().zadd(keys.live_watched(), mapping, gt=True)
+        get_redis().zadd(keys.LIVE_WATCHED, mapping, gt=True)
 
 
 def board_config(board_id: int) -> BoardConfig | None:
@@ -212,7 +210,7 @@ def _top_due(board_id: int, window: str) -> bool:
     left_ms, now = pipe.execute()
     now_ms = _ms(now)
     due_ms = now_ms + max(int(left_ms), 0)
-    if r.zadd(keys.live_top_pending(), {member(board_id, window): due_ms}, nx=True):
+    if r.zadd(keys.LIVE_TOP_PENDING, {member(board_id, window): due_ms}, nx=True):
         _trailing_schedule(now_ms, {due_ms})
     return False
 

@@ -72,7 +72,7 @@ class Page:
 class Standing:
     window: str
     total: int
-    me: Entry | None
+    me: Entry | None  # None: the player has no value in this window
     percentile: float | None
     around: list[Entry]
     degraded: bool = False
@@ -240,7 +240,7 @@ def _page_script(
 ) -> list[Any]:
     r = get_redis()
     reply = script("page")(
-        keys=[keys.board_key(board.id, window), keys.built_marker(), *counters],
+        keys=[keys.board_key(board.id, window), keys.BUILT_MARKER, *counters],
         args=[*args, encoding.TIME_SPAN, GROUP_CAP, "1" if board.rank_display == "shared" else "0", *limits],
         client=r,
     )
@@ -319,7 +319,7 @@ def _friends_from_redis(
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
     shared = "1" if board.rank_display == "shared" else "0"
     reply = script("friends")(
-        keys=[keys.board_key(board.id, window), keys.built_marker()],
+        keys=[keys.board_key(board.id, window), keys.BUILT_MARKER],
         args=[encoding.TIME_SPAN, GROUP_CAP, shared, *members],
         client=get_redis(),
     )

@@ -81,11 +81,11 @@ def values_write(entries: Iterable[Entry], *, outbox_id: int | None = None) -> N
     pipe = index.pipeline(transaction=True)
     _writes(pipe, by_key, gt=True)
     if outbox_id is not None and not cluster:
-        pipe.sadd(keys.outbox_applied(), outbox_id)
+        pipe.sadd(keys.OUTBOX_APPLIED, outbox_id)
     if by_key or not cluster:
         pipe.execute()
     if outbox_id is not None and cluster:
-        get_redis().sadd(keys.outbox_applied(), outbox_id)
+        get_redis().sadd(keys.OUTBOX_APPLIED, outbox_id)
 
 
 def outbox_entry_apply(*, outbox_id: int, entries: list[Entry]) -> bool:
@@ -157,23 +157,23 @@ def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> in
             if not rows:
                 return replayed
             ids = [row.id for row in rows]
-            applied = r.smismember(keys.outbox_applied(), ids)
+            applied = r.smismember(keys.OUTBOX_APPLIED, ids)
             missed = [row for row, done in zip(rows, applied, strict=True) if not done or row.rewrite]
             rewrites = {ref for row in missed if row.rewrite for ref in outbox_refs(row.entries)}
             refs = {ref for row in missed if not row.rewrite for ref in outbox_refs(row.entries)} - rewrites
             values_write(values_of(refs))
             values_rewrite(rewrites)
             BoardOutbox.objects.filter(id__in=ids).delete()
-        r.srem(keys.outbox_applied(), *ids)
+        r.srem(keys.OUTBOX_APPLIED, *ids)
         replayed += len(missed)
 
 
 @dataclass
 class RebuildReport:
     boards: int = 0
-    windows: int = 0
-    entries: int = 0
-    caught_up: int = 0
+    windows: int = 0  # board windows rebuilt
+    entries: int = 0  # members written
+    caught_up: int = 0  # values written while the rebuild ran, replayed after the swap
     seconds: float = 0.0
 
 

@@ -40,7 +40,7 @@ def _shard_call(key: str, mode: str, *args: Any) -> tuple:
 
 
 def _marker() -> tuple:
-    return ("exists", keys.built_marker())
+    return ("exists", keys.BUILT_MARKER)
 
 
 def _order(board: BoardConfig, window: str, members: dict[int, int]) -> tuple[list[tuple[int, int]], dict]:

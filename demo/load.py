@@ -42,13 +42,13 @@ LOCK_ID = 0x6C62_6465_6D6F  # pg advisory lock: one demo_load at a time
 
 @dataclass
 class LoadReport:
-    loaded: bool = False
+    loaded: bool = False  # False: the demo was there already, nothing was written
     players: int = 0
     matches: int = 0
     results: int = 0
-    values: int = 0
-    redis_entries: int = 0
-    accounts: int = 0
+    values: int = 0  # board window values (scores_playervalue rows)
+    redis_entries: int = 0  # sorted-set members, after the rebuild
+    accounts: int = 0  # demo sign-ins
     friendships: int = 0  # rows (each friendship is two)
     fk_checks_skipped: bool = False
     phases: dict[str, float] = field(default_factory=dict)

@@ -9,14 +9,16 @@ from leaderboard_project.errors import error_response
 from monitoring.health import healthz
 from monitoring.metrics import metrics_view
 
+BOARD = "api/v1/games/<str:game>/boards/<str:board>/"  # the reads of one board (contract sections 5, 6, 10)
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
     path("api/v1/", include("scores.urls")),
     path("api/v1/", include("anticheat.urls")),
-    path("api/v1/", include("boards.urls")),
-    path("api/v1/", include("seasons.urls")),
+    path(BOARD, include("boards.urls")),
+    path(BOARD, include("seasons.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),

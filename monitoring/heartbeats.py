@@ -34,7 +34,7 @@ def _redis():  # noqa: ANN202  (lazy: Django is set up by then)
 
 
 def worker_beat(hostname: str) -> None:
-    _redis().hset(keys.heartbeat_workers(), hostname, json.dumps({"at": time.time(), "pid": os.getpid()}))
+    _redis().hset(keys.HEARTBEAT_WORKERS, hostname, json.dumps({"at": time.time(), "pid": os.getpid()}))
 
 
 class WorkerHeartbeat(bootsteps.StartStopStep):
@@ -81,7 +81,7 @@ def beat_published(sender: Any = None, **kwargs: Any) -> None:
         return
     _last_beat = now
     try:
-        _redis().set(keys.heartbeat_beat(), json.dumps({"at": now, "pid": os.getpid()}))
+        _redis().set(keys.HEARTBEAT_BEAT, json.dumps({"at": now, "pid": os.getpid()}))
     except Exception as exc:
         log.warning("beat heartbeat not written: %s", exc)
 
@@ -102,14 +102,14 @@ def heartbeats_read(*, now: float | None = None) -> list[Heartbeat]:
     now = time.time() if now is None else now
     r = _redis()
     pipe = r.pipeline(transaction=False)
-    pipe.hgetall(keys.heartbeat_workers())
-    pipe.get(keys.heartbeat_beat())
+    pipe.hgetall(keys.HEARTBEAT_WORKERS)
+    pipe.get(keys.HEARTBEAT_BEAT)
     workers_raw, beat_raw = pipe.execute()
     workers: dict[str, float] = {}
     for host, raw in workers_raw.items():
         age = now - json.loads(raw)["at"]
         if age > FORGET_SECONDS:
-            r.hdel(keys.heartbeat_workers(), host)
+            r.hdel(keys.HEARTBEAT_WORKERS, host)
             continue
         workers[host.decode() if isinstance(host, bytes) else host] = round(age, 3)
     beat_age = round(now - json.loads(beat_raw)["at"], 3) if beat_raw else None
@@ -130,7 +130,7 @@ def board_index_state() -> BoardIndex:
     marker; Redis restarted or flushed has none, and the periodic job rebuilds within seconds)."""
     from boards import index  # not at import time: celery imports this module before the apps load
 
-    raw = index.index().get(keys.built_marker())  # on the cluster with REDIS_CLUSTER_URL
+    raw = index.index().get(keys.BUILT_MARKER)  # on the cluster with REDIS_CLUSTER_URL
     if raw is None:
         return BoardIndex(False, None)
     return BoardIndex(True, raw.decode() if isinstance(raw, bytes) else str(raw))
@@ -138,5 +138,5 @@ def board_index_state() -> BoardIndex:
 
 def index_drift() -> tuple[int, int]:
     """(sampled, drift) totals of the board index sampler (boards/healing.py)."""
-    sampled, drift = _redis().hmget(keys.heal_stats(), "sampled", "drift")
+    sampled, drift = _redis().hmget(keys.HEAL_STATS, "sampled", "drift")
     return int(sampled or 0), int(drift or 0)

@@ -49,12 +49,12 @@ def outbox_lag() -> IngestLag:
     if not rows:
         return IngestLag(0.0, 0, "outbox")
     r = get_redis()
-    applied = r.smismember(keys.outbox_applied(), [pk for pk, _ in rows])
+    applied = r.smismember(keys.OUTBOX_APPLIED, [pk for pk, _ in rows])
     waiting = [created for (_, created), done in zip(rows, applied, strict=True) if not done]
     if not waiting:
         return IngestLag(0.0, 0, "outbox")
     pending = len(waiting)
     if len(rows) == SCAN:
-        pending = max(pending, BoardOutbox.objects.filter(rewrite=False).count() - r.scard(keys.outbox_applied()))
+        pending = max(pending, BoardOutbox.objects.filter(rewrite=False).count() - r.scard(keys.OUTBOX_APPLIED))
     seconds = max(0.0, (timezone.now() - waiting[0]).total_seconds())
     return IngestLag(round(seconds, 3), pending, "outbox")

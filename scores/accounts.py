@@ -40,6 +40,8 @@ class LoginLinkError(Exception):
 
 @dataclass(frozen=True)
 class LoginLink:
+    """A one-time sign-in link's token (signed, so the link needs no table until it is used)."""
+
     token: str
     expires_at: datetime
 

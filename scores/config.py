@@ -51,7 +51,7 @@ class BoardSpec(BoardDefinition):
 @dataclass(frozen=True)
 class RegionSpec:
     slug: str
-    timezone: str
+    timezone: str  # an IANA name: the region's days and weeks start at its own midnight
 
 
 @dataclass(frozen=True)

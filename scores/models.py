@@ -207,7 +207,7 @@ class Result(models.Model):
     ended_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["player", "board"], name="result_player_board")]
+        indexes = [models.Index(fields=["player", "board"], name="result_player_board")]  # the player page's results
 
     def __str__(self) -> str:
         return f"{self.player} on {self.board.slug}: {self.score}"
@@ -360,7 +360,7 @@ class Pending(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["partition", "id"], name="pending_partition_id")]
+        indexes = [models.Index(fields=["partition", "id"], name="pending_partition_id")]  # claims: oldest first
 
     def __str__(self) -> str:
         return f"pending {self.pk} (partition {self.partition}, {len(self.match_pks)} matches)"

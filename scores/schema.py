@@ -3,6 +3,7 @@
 from typing import ClassVar
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
 
 
 class _FixedScheme(OpenApiAuthenticationExtension):
@@ -33,7 +34,6 @@ class PlayerTokenSchema(_FixedScheme):
     target_class = "scores.auth.PlayerTokenAuthentication"
     name = "playerToken"
     definition: ClassVar[dict] = {
-        "type": "http",
-        "scheme": "bearer",
+        **build_bearer_security_scheme_object("Authorization", "Bearer"),
         "description": "A player token from POST .../players/{player}/token.",
     }

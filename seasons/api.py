@@ -33,8 +33,8 @@ class StandingsQuerySerializer(serializers.Serializer):
 
 
 class StandingSerializer(serializers.Serializer):
-    rank = serializers.IntegerField()
-    position = serializers.IntegerField()
+    rank = serializers.IntegerField(help_text="as the board displays ranks: equal values may share one")
+    position = serializers.IntegerField(help_text="1-based place in the frozen order, unique")
     player = serializers.CharField(source="player.external_id")
     display_name = serializers.CharField(source="player.display_name")
     score = serializers.IntegerField(source="value")

@@ -20,7 +20,10 @@ class WindowClose(models.Model):
     checked_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["board", "window"], name="windowclose_unique")]
+        constraints = [
+            # one row per board window: each run of the close job overwrites its latest decision
+            models.UniqueConstraint(fields=["board", "window"], name="windowclose_unique"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.board} {self.window}: {self.state}"

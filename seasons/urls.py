@@ -2,11 +2,8 @@ from django.urls import path
 
 from seasons import api
 
+# under api/v1/games/<game>/boards/<board>/ (leaderboard_project/urls.py)
 urlpatterns = [
-    path("games/<str:game>/boards/<str:board>/export", api.WindowExportApi.as_view(), name="boards-export"),
-    path(
-        "games/<str:game>/boards/<str:board>/standings/<str:window>",
-        api.StandingsApi.as_view(),
-        name="boards-standings",
-    ),
+    path("export", api.WindowExportApi.as_view(), name="boards-export"),
+    path("standings/<str:window>", api.StandingsApi.as_view(), name="boards-standings"),
 ]

@@ -38,7 +38,7 @@ def redis_clean() -> Iterator[None]:
 def mark_index_built() -> None:
     """An empty Redis over an empty database is a complete index: say so, as a full rebuild
     would (readers answer from Postgres, degraded, while the marker is missing)."""
-    get_redis().set(keys.built_marker(), "tests")
+    get_redis().set(keys.BUILT_MARKER, "tests")
     if index.is_cluster():
         index.mark_built("tests")
 

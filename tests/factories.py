@@ -73,7 +73,7 @@ def server_key(game: Game, scopes: tuple[str, ...] = ("submit",), name: str = "t
     return server_key_create(game=game, name=name, scopes=scopes)
 
 
-def tests_database_url() -> str:
+def migrated_test_database_url() -> str:
     """The database the tests run against (pytest-django's test_ database), for the servers a
     test starts as separate processes."""
     s = connection.settings_dict

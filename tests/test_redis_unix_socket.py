@@ -68,7 +68,7 @@ def unix_redis(short_dir: Path) -> Iterator[tuple[subprocess.Popen, str]]:
     }
     try:
         with override_settings(CACHES=caches):
-            get_redis().set(keys.built_marker(), "test")
+            get_redis().set(keys.BUILT_MARKER, "test")
             yield proc, str(sock)
     finally:
         os.kill(proc.pid, signal.SIGCONT)

@@ -22,7 +22,7 @@ from websockets.sync.client import connect
 
 from boards import live
 from scripts import web
-from tests.factories import tests_database_url
+from tests.factories import migrated_test_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60.0
@@ -49,7 +49,7 @@ def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterato
     port = _free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": tests_database_url(),  # the test database, migrated, not the developer's
+        "DATABASE_URL": migrated_test_database_url(),  # the test database, migrated, not the developer's
         "REDIS_URL": os.environ.get("TEST_REDIS_URL", os.environ.get("REDIS_URL", "")),
         **env_extra,
     }

@@ -81,13 +81,11 @@ class WindowQuerySerializer(serializers.Serializer):
     region = serializers.CharField(required=False)
 
 
-class FriendEntrySerializer(serializers.Serializer):
-    rank = serializers.IntegerField()
-    board_rank = serializers.IntegerField()
-    player = serializers.CharField(source="entry.external_id")
-    display_name = serializers.CharField(source="entry.display_name")
-    score = serializers.IntegerField(source="entry.value")
-    metadata = serializers.JSONField(source="entry.metadata", allow_null=True)
+class FriendEntrySerializer(EntrySerializer):
+    """An entry of the friends board: a board entry with two ranks (documents friend_entry_body)."""
+
+    rank = serializers.IntegerField(help_text="among the player and their friends")
+    board_rank = serializers.IntegerField(help_text="on the whole board")
 
 
 class FriendsOutSerializer(BoardWindowOutSerializer):

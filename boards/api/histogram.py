@@ -13,9 +13,9 @@ from boards.api.common import PUBLIC_READ_ERRORS, REGION_PARAM, WINDOW_PARAM, Bo
 
 
 class HistogramBucketSerializer(serializers.Serializer):
-    min = serializers.IntegerField()
-    max = serializers.IntegerField()
-    count = serializers.IntegerField()
+    min = serializers.IntegerField(help_text="lowest score in the bucket (inclusive)")
+    max = serializers.IntegerField(help_text="highest score in the bucket (inclusive)")
+    count = serializers.IntegerField(help_text="players whose score is in [min, max]")
 
 
 class HistogramOutSerializer(BoardWindowOutSerializer):

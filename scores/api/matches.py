@@ -232,9 +232,14 @@ class MatchSubmitApi(ServerApiView):
 class MatchBatchApi(ServerApiView):
     @extend_schema(
         operation_id="matches_submit_batch",
+        summary="Submit up to 1000 matches; each stands alone",
+        description=(
+            "One result per match, in request order. Each match stands alone: an invalid one is `rejected` with "
+            "its error and the others are stored; a match sent before is answered as it was stored "
+            "(`duplicate: true`). A body that is not a list of 1-1000 matches is a 400 and stores nothing."
+        ),
         request=BatchInSerializer,
         responses={200: BatchOutSerializer, **ERRORS},
-        summary="Submit up to 1000 matches; each stands alone",
     )
     def post(self, request: Request, game: str) -> Response:
         raw_matches = request.data.get("matches") if type(request.data) is dict else None

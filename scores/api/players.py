@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,12 +12,14 @@ from leaderboard_project.errors import (
     ErrorBodySerializer,
     NotFound,
 )
-from scores import services
+from scores import accounts, services
 from scores.api.common import ERRORS, ExactIdField, ServerApiView
 from scores.ids import PLAYER_RE, player_id_check
 from scores.models import Game, Player
 
 # --- players: tokens and friends (contract sections 5 and 7) ---------------------------------
+
+PLAYER_ERRORS = {404: OpenApiResponse(ErrorBodySerializer, description="unknown game or player"), **ERRORS}
 
 
 class TokenOutSerializer(serializers.Serializer):
@@ -42,13 +45,13 @@ def _player(game: Game, player: str) -> Player:
 class PlayerTokenApi(ServerApiView):
     @extend_schema(
         operation_id="players_token",
-        request=None,
-        responses={200: TokenOutSerializer, 404: ErrorBodySerializer, **ERRORS},
         summary="A bearer token with which the game client reads as this player",
+        description="Sent as `Authorization: Bearer <token>` on the player's own board reads and the websocket.",
+        request=None,
+        responses={200: TokenOutSerializer, **PLAYER_ERRORS},
     )
     def post(self, request: Request, game: str, player: str) -> Response:
-        found = _player(self.game(), player)
-        token, expires_at = services.player_token_issue(player=found)
+        token, expires_at = services.player_token_issue(player=_player(self.game(), player))
         return Response(TokenOutSerializer({"token": token, "expires_at": expires_at}).data)
 
 
@@ -59,19 +62,17 @@ class LoginLinkOutSerializer(serializers.Serializer):
 
 class PlayerLoginLinkApi(ServerApiView):
     """An extension of the contract (docs/players.md): a one-time link that signs the player
-    in to the web pages, made by the game's server and handed to the player."""
+    in to the web pages, made by the game's server and handed to the player. It works once,
+    before expires_at, and signs the browser in as the site user who plays as this player
+    (created on first use). (drf-spectacular shows this docstring as the operation's description.)"""
 
     @extend_schema(
         operation_id="players_login_link",
-        request=None,
-        responses={200: LoginLinkOutSerializer, 404: ErrorBodySerializer, **ERRORS},
         summary="A one-time link that signs this player in to the leaderboard web pages",
+        request=None,
+        responses={200: LoginLinkOutSerializer, **PLAYER_ERRORS},
     )
     def post(self, request: Request, game: str, player: str) -> Response:
-        from django.urls import reverse
-
-        from scores import accounts
-
         found = _player(self.game(), player)
         link = accounts.login_link_create(player=found)
         url = request.build_absolute_uri(reverse("login-link", args=[link.token]))
@@ -81,9 +82,15 @@ class PlayerLoginLinkApi(ServerApiView):
 class FriendsApi(ServerApiView):
     @extend_schema(
         operation_id="players_friends_replace",
+        summary="Replace a player's friend list (mutual, at most 1000)",
+        description=(
+            "The list replaces the old one whole, and the answer is the new list, sorted. Friendship is mutual: "
+            "adding B to A's list adds A to B's, and dropping B drops A from B's. Friends who have not played yet "
+            "are kept and appear on the friends board once they have a score. A player cannot be their own "
+            "friend, and has at most 1000 (400)."
+        ),
         request=FriendListInSerializer,
         responses={200: FriendListOutSerializer, **ERRORS},
-        summary="Replace a player's friend list (mutual, at most 1000)",
     )
     def put(self, request: Request, game: str, player: str) -> Response:
         player_id_check(player)

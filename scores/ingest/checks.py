@@ -32,6 +32,10 @@ class NewMatches:
     now: datetime
 
 
+Rejected = Sequence[tuple[MatchIn, Verdict]]  # each refused match with the verdict that refused it
+Held = Sequence[tuple[int, str, list[Verdict]]]  # (match pk, match id, verdicts) of each held match
+
+
 class SubmissionChecks(Protocol):
     """What ingest asks of the anti-cheat rules (anticheat/checks.py implements it)."""
 
@@ -43,13 +47,7 @@ class SubmissionChecks(Protocol):
         """Per request index of a new match, what the rules say (absent: accepted as it is)."""
         ...
 
-    def record(
-        self,
-        new: NewMatches,
-        *,
-        rejected: Sequence[tuple[MatchIn, Verdict]],
-        held: Sequence[tuple[int, str, list[Verdict]]],
-    ) -> None:
+    def record(self, new: NewMatches, *, rejected: Rejected, held: Held) -> None:
         """Audit rejections and flag held matches, inside the submission's transaction."""
         ...
 
@@ -81,11 +79,6 @@ def history_boards(config: GameConfig) -> set[int]:
     return set().union(*(c.history_boards(config) for c in _checks)) if _checks else set()
 
 
-def record(
-    new: NewMatches,
-    *,
-    rejected: Sequence[tuple[MatchIn, Verdict]],
-    held: Sequence[tuple[int, str, list[Verdict]]],
-) -> None:
+def record(new: NewMatches, *, rejected: Rejected, held: Held) -> None:
     for checks in _checks:
         checks.record(new, rejected=rejected, held=held)

@@ -12,11 +12,11 @@ from leaderboard_project.errors import ApiError, Conflict
 
 
 class InvalidMatch(ApiError):
-    code = "invalid_match"
+    code = "invalid_match"  # a match the game's boards cannot take as sent
 
 
 class MatchConflict(Conflict):
-    code = "match_conflict"
+    code = "match_conflict"  # the id was stored with another body, or a region claim raced
 
 
 class RuleRejected(ApiError):

@@ -48,10 +48,12 @@ INTERVAL_SECONDS = float(os.environ.get("PROJECTOR_INTERVAL_MS", "20")) / 1000
 
 @dataclass
 class Totals:
+    """What a projector process has applied since it started (logged, and asserted by tests)."""
+
     batches: int = 0
     matches: int = 0
     results: int = 0
-    max_lag_ms: float = 0.0
+    max_lag_ms: float = 0.0  # the longest a result waited from its commit to its values
     owned: list[int] = field(default_factory=list)
 
 

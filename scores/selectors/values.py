@@ -254,14 +254,25 @@ def window_sample(board_id: int, *, window: str, player_ids: list[int]) -> dict[
 
 
 def window_random_players(board_id: int, *, window: str, count: int) -> dict[int, int]:
-    """About `count` random players of a board window with their encoded values (TABLESAMPLE
-    would sample the whole table; an index range from a random player id stays cheap)."""
+    """`count` players of a board window (all of them if it has fewer) with their encoded values:
+    those from a random player id on, wrapping around to the lowest ids. TABLESAMPLE would sample
+    the whole table; an index range stays cheap, and the second range runs only if the first
+    came up short (a LIMIT over UNION ALL stops reading once it has its rows)."""
     with connection.cursor() as cur:
         cur.execute(
-            'SELECT player_id, encoded FROM scores_playervalue WHERE board_id = %s AND "window" = %s '
-            "AND player_id >= (SELECT floor(random() * (COALESCE(MAX(player_id), 0) + 1))::bigint "
-            'FROM scores_playervalue WHERE board_id = %s AND "window" = %s) ORDER BY player_id LIMIT %s',
-            [board_id, window, board_id, window, count],
+            """
+            WITH start AS (
+                SELECT floor(random() * (COALESCE(MAX(player_id), 0) + 1))::bigint AS id
+                FROM scores_playervalue WHERE board_id = %(b)s AND "window" = %(w)s
+            )
+            (SELECT player_id, encoded FROM scores_playervalue, start
+             WHERE board_id = %(b)s AND "window" = %(w)s AND player_id >= start.id ORDER BY player_id LIMIT %(n)s)
+            UNION ALL
+            (SELECT player_id, encoded FROM scores_playervalue, start
+             WHERE board_id = %(b)s AND "window" = %(w)s AND player_id < start.id ORDER BY player_id LIMIT %(n)s)
+            LIMIT %(n)s
+            """,
+            {"b": board_id, "w": window, "n": count},
         )
         return dict(cur.fetchall())
 

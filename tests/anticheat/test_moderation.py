@@ -214,12 +214,12 @@ def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, settings
             submit(gs, f"g{i}", [{"player": "a", "board": "golf", "score": score}], at=f"2026-11-28T1{i}:00:00Z")
         submit(gs, "g9", [{"player": "a", "board": "golf", "score": 18}], at="2026-11-28T19:00:00Z")
     assert queued == [1]
-    assert get_redis().llen(keys.anticheat_pending()) == 6
+    assert get_redis().llen(keys.ANTICHEAT_PENDING) == 6
     assert Match.objects.get(match_id="g9").status == "accepted"
     assert check_pending() == 1
     assert Match.objects.get(match_id="g9").status == "held"
     assert top("golf") == [("a", 163)]
-    assert get_redis().llen(keys.anticheat_pending()) == 0
+    assert get_redis().llen(keys.ANTICHEAT_PENDING) == 0
     # the drain cleared its flag: the next submission queues a drain again
     with patch("anticheat.tasks.check_pending.apply_async", side_effect=lambda **kw: queued.append(2)):
         submit(gs, "g10", [{"player": "b", "board": "golf", "score": 100}])

@@ -40,7 +40,7 @@ def guarded_redis(tmp_path) -> Iterator[ThrowawayRedis]:
         }
     }
     with override_settings(CACHES=caches):
-        get_redis().set(keys.built_marker(), "test")
+        get_redis().set(keys.BUILT_MARKER, "test")
         yield server
     assert server.proc is not None
     os.kill(server.proc.pid, signal.SIGCONT)

@@ -360,7 +360,7 @@ async def _rank_before_top(ranked: SignedClient) -> None:
     mine, before = await until(p5, lambda m: m["type"] == "rank" and m["score"] == 600)
     assert mine == {"type": "rank", "rank": 2, "score": 600}
     assert not any(is_top(m) for m in before), before  # (p9's arrival told p5 it was 6th)
-    pending = await sync_to_async(live.get_redis().zrange)(live.keys.live_top_pending(), 0, -1)
+    pending = await sync_to_async(live.get_redis().zrange)(live.keys.LIVE_TOP_PENDING, 0, -1)
     assert len(pending) == 1  # the held top is queued for the moment its gate reopens
     await p5.disconnect()
 

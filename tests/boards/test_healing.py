@@ -13,6 +13,7 @@ from django.test import Client
 from boards import healing, index, keys
 from boards.redis import get_redis
 from scores.models import Board, PlayerValue
+from scores.selectors import window_random_players
 from tests.conftest import SignedClient, member_key
 
 pytestmark = pytest.mark.usefixtures("topology")
@@ -76,12 +77,25 @@ def test_after_a_failover_recent_values_are_replayed(server: SignedClient, game,
     assert healing.failover_replay() == 0  # the same primaries
     # what an acknowledged write lost with its primary looks like, then a changed set of primaries
     index.index().zrem(key, str(value.player_id))
-    seen = json.loads(get_redis().get(keys.heal_primaries()) or "null")
+    seen = json.loads(get_redis().get(keys.HEAL_PRIMARIES) or "null")
     if topology == "one":
         assert seen is None and healing.failover_replay() == 0  # one Redis: no failover to follow
         return
-    get_redis().set(
-        keys.heal_primaries(), json.dumps({"primaries": ["gone", *seen["primaries"][1:]], "at": time.time()})
-    )
+    get_redis().set(keys.HEAL_PRIMARIES, json.dumps({"primaries": ["gone", *seen["primaries"][1:]], "at": time.time()}))
     assert healing.failover_replay() >= 5
     assert index.index().zscore(key, str(value.player_id)) == value.encoded
+
+
+def test_the_postgres_sample_covers_a_small_window_whole(server: SignedClient, game) -> None:
+    """The sampler's Postgres side starts at a random player id and wraps around: a window
+    smaller than the sample is compared whole, however far apart its player ids are."""
+    _submit(server, 20)
+    rating = Board.objects.get(game=game, slug="rating")
+    far = PlayerValue.objects.filter(board=rating, window="all").first()
+    far.pk, far.player_id = None, 10**12  # ids far above the others: a start past every small id is likely
+    far.save()
+    everyone = set(PlayerValue.objects.filter(board=rating, window="all").values_list("player_id", flat=True))
+    assert len(everyone) == 21
+    for _ in range(20):
+        assert set(window_random_players(rating.id, window="all", count=1000)) == everyone
+    assert len(window_random_players(rating.id, window="all", count=5)) == 5

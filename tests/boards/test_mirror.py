@@ -26,7 +26,7 @@ def test_the_drain_deletes_rows_the_fast_path_applied_without_replaying_them(ser
     assert BoardOutbox.objects.count() == 2
     assert services.outbox_drain(grace_seconds=0) == 0
     assert not BoardOutbox.objects.exists()
-    assert get_redis().scard(keys.outbox_applied()) == 0
+    assert get_redis().scard(keys.OUTBOX_APPLIED) == 0
 
 
 def test_a_stale_replay_cannot_lower_a_score(server: SignedClient, game) -> None:

@@ -50,7 +50,7 @@ def test_rebuild_reproduces_the_live_index_and_drops_what_postgres_no_longer_has
     call_command("rebuild_boards", stdout=out)
     assert _snapshot() == live
     assert "entries" in out.getvalue()
-    assert r.exists(keys.built_marker())
+    assert r.exists(keys.BUILT_MARKER)
     assert not list(r.scan_iter("lbb:*"))
 
 

@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 
 from bench.server import free_port
-from tests.factories import tests_database_url
+from tests.factories import migrated_test_database_url
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -83,7 +83,7 @@ def _web(settings_module: str) -> Iterator[WebServer]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": settings_module,
-        "DATABASE_URL": tests_database_url(),
+        "DATABASE_URL": migrated_test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "DB_POOL_MAX": "4",
         "PYTHONUNBUFFERED": "1",

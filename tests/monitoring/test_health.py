@@ -17,8 +17,8 @@ from monitoring import heartbeats
 
 def _all_running() -> None:
     heartbeats.worker_beat("celery@test")
-    get_redis().set(keys.heartbeat_beat(), json.dumps({"at": time.time(), "pid": 1}))
-    get_redis().set(keys.built_marker(), timezone.now().isoformat())
+    get_redis().set(keys.HEARTBEAT_BEAT, json.dumps({"at": time.time(), "pid": 1}))
+    get_redis().set(keys.BUILT_MARKER, timezone.now().isoformat())
 
 
 def test_healthz_reports_every_component(transactional_db) -> None:
@@ -42,8 +42,8 @@ def test_healthz_reports_every_component(transactional_db) -> None:
 def test_a_silent_worker_or_beat_is_stale_and_the_service_degraded_not_down(transactional_db) -> None:
     _all_running()
     old = time.time() - heartbeats.STALE_SECONDS - 5
-    get_redis().hset(keys.heartbeat_workers(), "celery@test", json.dumps({"at": old, "pid": 1}))
-    get_redis().delete(keys.heartbeat_beat())
+    get_redis().hset(keys.HEARTBEAT_WORKERS, "celery@test", json.dumps({"at": old, "pid": 1}))
+    get_redis().delete(keys.HEARTBEAT_BEAT)
     response = Client().get("/healthz")
     body = response.json()
     assert response.status_code == 200  # the web tier still serves: results are stored
@@ -57,7 +57,7 @@ def test_outbox_rows_the_boards_have_not_seen_are_lag(transactional_db) -> None:
     _all_running()
     applied, waiting = BoardOutbox.objects.create(entries=[]), BoardOutbox.objects.create(entries=[])
     BoardOutbox.objects.update(created_at=timezone.now() - timedelta(seconds=25))
-    get_redis().sadd(keys.outbox_applied(), applied.pk)  # the fast path mirrored this one
+    get_redis().sadd(keys.OUTBOX_APPLIED, applied.pk)  # the fast path mirrored this one
     body = Client().get("/healthz").json()
     assert body["ingest_lag"] == "behind: 25.0 s" or body["ingest_lag"].startswith("behind: 2")
     assert body["details"]["ingest_lag"]["pending"] == 1 and waiting.pk
@@ -65,6 +65,6 @@ def test_outbox_rows_the_boards_have_not_seen_are_lag(transactional_db) -> None:
 
 def test_a_missing_index_marker_reads_as_rebuilding(transactional_db) -> None:
     _all_running()
-    get_redis().delete(keys.built_marker())
+    get_redis().delete(keys.BUILT_MARKER)
     body = Client().get("/healthz").json()
     assert body["board_index"].startswith("rebuilding") and body["status"] == "degraded"

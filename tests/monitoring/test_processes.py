@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from scores.auth import sign
 from tests.e2e.conftest import web  # noqa: F401  (the web tier fixture)
-from tests.factories import BoardFactory, GameFactory, server_key, tests_database_url
+from tests.factories import BoardFactory, GameFactory, migrated_test_database_url, server_key
 
 pytestmark = pytest.mark.slow
 DEADLINE = 60.0
@@ -111,7 +111,7 @@ def test_healthz_sees_a_real_celery_worker_and_beat(web) -> None:  # noqa: F811
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
-        "DATABASE_URL": tests_database_url(),
+        "DATABASE_URL": migrated_test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "DB_POOL_MAX": "2",
     }

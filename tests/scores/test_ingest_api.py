@@ -110,7 +110,7 @@ def test_invalid_match_is_400_and_stores_nothing(server: SignedClient, body, cod
     assert_error(server.post(URL, body), 400, code)
     assert not Match.objects.exists() and not Result.objects.exists() and not PlayerValue.objects.exists()
     # nothing of it reached Redis (nor the cluster's index)
-    assert {k.decode() for r in {get_redis(), index.index()} for k in r.scan_iter()} <= {keys.built_marker()}
+    assert {k.decode() for r in {get_redis(), index.index()} for k in r.scan_iter()} <= {keys.BUILT_MARKER}
 
 
 def test_ended_at_more_than_60s_in_future_is_400(server: SignedClient) -> None:

@@ -1,18 +1,3 @@
-from django.core.management.base import BaseCommand, CommandParser
+from boards.management.refresh import refresh_command
 
-from boards.histogram import histograms_refresh
-from boards.management.commands.refresh_rolling import parse_now
-
-
-class Command(BaseCommand):
-    help = "Rebuild the score histograms of the current board windows that changed since the last refresh."
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--now", help="refresh the windows current at this moment (RFC 3339), not the present")
-
-    def handle(self, *args: object, now: str | None, **options: object) -> None:
-        report = histograms_refresh(parse_now(now))
-        self.stdout.write(
-            f"histograms: {report.windows} board windows, {report.built} rebuilt, {report.skipped} unchanged "
-            f"in {report.seconds:.2f} s"
-        )
+Command = refresh_command("refresh_histograms")
