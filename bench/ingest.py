@@ -34,28 +34,12 @@ from typing import Any
 import psycopg
 import redis
 
-from bench import cpu, loadgen, profiling
+from bench import cpu, environment, loadgen, profiling
 from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
-from bench.environment import (
-    GAME_SLUG,
-    BenchEnv,
-    BoardInfo,
-    ServerKey,
-    board_info,
-    connect,
-    create_server_key,
-    flush_redis,
-    game_id,
-    log,
-    manage,
-    prepare_database,
-    redis_client,
-    reset_scores,
-)
 from bench.machine import machine_info, machine_line
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, markdown_table, percentile, report_results, utc_stamp
+from bench.report import RESULTS_DIR, RunInfo, markdown_table, percentile, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess, background
 from bench.tally import Tally, load_figures, log_errors
 
@@ -74,7 +58,7 @@ class MatchFactory:
     def __init__(
         self,
         tag: str,
-        board: BoardInfo,
+        board: environment.BoardInfo,
         players: int,
         rng: random.Random,
         score: Callable[[int], int] | None = None,
@@ -184,7 +168,7 @@ def check_durable(pg: psycopg.Connection, game: int, acked: list[str]) -> dict[s
     return {"ok": missing == 0, "acked": len(set(acked)), "stored": stored, "missing": missing}
 
 
-def _mirror_state(pg: psycopg.Connection, r: redis.Redis, board: BoardInfo) -> dict[str, Any]:
+def _mirror_state(pg: psycopg.Connection, r: redis.Redis, board: environment.BoardInfo) -> dict[str, Any]:
     rows = pg.execute(
         "SELECT player_id, encoded FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board.id,)
     ).fetchall()
@@ -204,7 +188,7 @@ def _mirror_state(pg: psycopg.Connection, r: redis.Redis, board: BoardInfo) -> d
     }
 
 
-def check_mirrored(pg: psycopg.Connection, r: redis.Redis, board: BoardInfo) -> dict[str, Any]:
+def check_mirrored(pg: psycopg.Connection, r: redis.Redis, board: environment.BoardInfo) -> dict[str, Any]:
     """The board's `all` sorted set holds exactly Postgres' values: same members, same scores."""
     deadline = time.monotonic() + MIRROR_WAIT_SECONDS
     while True:
@@ -238,11 +222,11 @@ def mirrored_text(m: dict[str, Any]) -> str:
 @dataclass
 class Context:
     args: argparse.Namespace
-    env: BenchEnv
-    key: ServerKey
+    env: environment.BenchEnv
+    key: environment.ServerKey
     pg: psycopg.Connection
     r: redis.Redis
-    board: BoardInfo
+    board: environment.BoardInfo
     game: int
     stamp: str
     tag: str
@@ -250,8 +234,8 @@ class Context:
 
 def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dict[str, Any]:
     args = ctx.args
-    reset_scores(ctx.pg)
-    flush_redis(ctx.r)
+    environment.reset_scores(ctx.pg)
+    environment.flush_redis(ctx.r)
     factory = MatchFactory(f"{ctx.tag}-{server.name}-{scenario.name}", ctx.board, args.players, random.Random())
     tally = Tally({scenario.name: scenario})
     profile: dict[str, Any] = {}
@@ -271,8 +255,10 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
 
     busy_before = cpu.busy_share(1.0)
     if busy_before > BUSY_WARNING:
-        log(f"warning: the machine was {busy_before:.0%} busy before this scenario; other work skews the results")
-    log(
+        environment.log(
+            f"warning: the machine was {busy_before:.0%} busy before this scenario; other work skews the results"
+        )
+    environment.log(
         f"{server.name} / {scenario.name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {args.concurrency} connections"
     )
     monitor = ServerMonitor(ctx.env, server.pid, start_profile)
@@ -318,7 +304,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     }
     if "proc" in profile:
         row["profile"] = profiling.finish_recording(profile["proc"], profile["path"], profile["code_dir"])
-    log(
+    environment.log(
         f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, {row['results_per_s']:,.0f} results/s, "
         f"p50 {row['latency_ms']['p50']} ms, errors {row['errors']}; "
         f"durable: {durable_text(durable)} / mirrored: {mirrored_text(mirrored)}"
@@ -400,29 +386,41 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
     if args.profile:
         profiling.py_spy_binary()  # fail before any work if it is missing
     started = datetime.now(UTC)
     stamp = utc_stamp(started)
-    log("preparing the bench database (migrate, apply bench/game.toml, create a server key)")
-    prepare_database(env)
-    key = create_server_key(env)
-    with connect(env) as pg, redis_client(env) as r:
+    environment.log("preparing the bench database (migrate, apply bench/game.toml, create a server key)")
+    environment.prepare_database(env)
+    key = environment.create_server_key(env)
+    with environment.connect(env) as pg, environment.redis_client(env) as r:
         machine = machine_info(pg, r)
-        log(machine_line(machine))
-        ctx = Context(args, env, key, pg, r, board_info(pg, args.board), game_id(pg), stamp, secrets.token_hex(4))
+        environment.log(machine_line(machine))
+        ctx = Context(
+            args,
+            env,
+            key,
+            pg,
+            r,
+            environment.board_info(pg, args.board),
+            environment.game_id(pg),
+            stamp,
+            secrets.token_hex(4),
+        )
         scenarios = {
-            "single": Scenario("single", f"/api/v1/games/{GAME_SLUG}/matches", 1, batch=False),
-            "batch": Scenario("batch", f"/api/v1/games/{GAME_SLUG}/matches/batch", args.batch_size, batch=True),
+            "single": Scenario("single", f"/api/v1/games/{environment.GAME_SLUG}/matches", 1, batch=False),
+            "batch": Scenario(
+                "batch", f"/api/v1/games/{environment.GAME_SLUG}/matches/batch", args.batch_size, batch=True
+            ),
         }
         runs: list[dict[str, Any]] = []
         for name in args.servers:
-            log(f"starting {name}")
-            manage(env, "migrate", "--noinput")  # the working tree may have gained a migration meanwhile
+            environment.log(f"starting {name}")
+            environment.manage(env, "migrate", "--noinput")  # the working tree may have gained a migration meanwhile
             # the projector applies what the server stores (no Celery: nothing here needs it)
             with background(env, {}, celery=False), ServerProcess(name, env, workers=args.workers) as server:
-                log(f"{name} ready on port {server.port}: {' '.join(server.command)}")
+                environment.log(f"{name} ready on port {server.port}: {' '.join(server.command)}")
                 for scenario_name in args.scenarios:
                     row = run_scenario(ctx, server, scenarios[scenario_name])
                     row["server_command"] = server.command
@@ -431,10 +429,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     report_results(
         "ingest",
         tables,
-        started=started,
-        machine=machine,
-        code=code.info,
-        config={k: v for k, v in vars(args).items()},
+        RunInfo.of(started, machine, code, args),
         game_file="bench/game.toml",
         runs=runs,
     )

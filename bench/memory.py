@@ -36,26 +36,11 @@ import psycopg
 import redis
 from psycopg import sql
 
-from bench import cpu, profiling
+from bench import cpu, environment, profiling
 from bench.cli import add_run_args, bench_parser, check_run_args, run_benchmark
 from bench.code import CodeTree
-from bench.environment import (
-    BENCH_DB_NAME,
-    BENCH_REDIS_DB,
-    BenchEnv,
-    BenchError,
-    BoardInfo,
-    board_info,
-    connect,
-    flush_redis,
-    game_id,
-    log,
-    prepare_database,
-    redis_client,
-    reset_scores,
-)
 from bench.machine import machine_info, machine_line
-from bench.report import RESULTS_DIR, Laps, markdown_table, report_results, utc_stamp
+from bench.report import RESULTS_DIR, Laps, RunInfo, markdown_table, report_results, utc_stamp
 
 ZADD_CHUNK = 10_000  # members per ZADD
 PIPELINE_COMMANDS = 10  # ZADDs per round trip
@@ -82,7 +67,7 @@ class BoardShape:
     max_total: int | None = None
 
 
-def random_values(board: BoardInfo, n: int, rng: random.Random) -> Values:
+def random_values(board: environment.BoardInfo, n: int, rng: random.Random) -> Values:
     from scores import encoding  # of the measured code (on sys.path by then); needs no Django
 
     shape = BoardShape(order="desc", mode="best", min_score=board.min_score, max_score=board.max_score)
@@ -110,7 +95,7 @@ def _measure_key(r: redis.Redis, key: str, before: int, n: int) -> dict[str, Any
     usage = int(r.memory_usage(key, samples=0) or 0)
     members = int(r.zcard(key))
     if members != n:
-        raise BenchError(f"{key}: expected {n:,} members, found {members:,}")
+        raise environment.BenchError(f"{key}: expected {n:,} members, found {members:,}")
     loaded = _used_memory(r)
     r.delete(key)
     freed = loaded - _used_memory(r)
@@ -132,7 +117,7 @@ def measure_sorted_set(
     r: redis.Redis, key: str, member: Callable[[int], str], values: Values, label: str
 ) -> dict[str, Any]:
     """Load one sorted set with pipelined ZADDs into the flushed bench db and measure it."""
-    flush_redis(r)
+    environment.flush_redis(r)
     n = len(values.encoded)
     before = _used_memory(r)
     started = time.perf_counter()
@@ -170,7 +155,7 @@ def _copy(cur: psycopg.Cursor, table: str, columns: dict[str, Column], rows: int
     present = dict(cur.fetchall())
     unknown = sorted(name for name, optional in present.items() if not optional and name not in columns)
     if unknown:
-        raise BenchError(
+        raise environment.BenchError(
             f"{table} has required columns the bench does not fill: {', '.join(unknown)} (bench/memory.py)"
         )
     names = [name for name in columns if name in present]
@@ -185,13 +170,13 @@ def _copy(cur: psycopg.Cursor, table: str, columns: dict[str, Column], rows: int
             )
 
 
-def load_board(pg: psycopg.Connection, game: int, board: BoardInfo, values: Values) -> dict[str, float]:
+def load_board(pg: psycopg.Connection, game: int, board: environment.BoardInfo, values: Values) -> dict[str, float]:
     """Empty the score tables, COPY players 1..N and their `all` values; return seconds per step."""
     n = len(values.encoded)
     laps = Laps(3)
     steps, step = laps.seconds, laps.mark
 
-    reset_scores(pg)
+    environment.reset_scores(pg)
     step("truncate")
     # Updated a day ago: rows written long before the rebuild, so its catch-up pass replays none.
     updated = (datetime.now(UTC) - timedelta(days=1)).isoformat()
@@ -256,7 +241,9 @@ def timed_phases(module: ModuleType, names: tuple[str, ...]) -> Iterator[dict[st
             setattr(module, name, fn)
 
 
-def rebuild(env: BenchEnv, r: redis.Redis, board: BoardInfo, values: Values, profile: str | None) -> dict[str, Any]:
+def rebuild(
+    env: environment.BenchEnv, r: redis.Redis, board: environment.BoardInfo, values: Values, profile: str | None
+) -> dict[str, Any]:
     """boards_rebuild(boards=[board]) in this process, with Django configured for the bench."""
     env.setup_django()
     from boards import services as board_services
@@ -264,10 +251,10 @@ def rebuild(env: BenchEnv, r: redis.Redis, board: BoardInfo, values: Values, pro
     from scores.models import Board
 
     service_db = int(get_redis().connection_pool.connection_kwargs.get("db", 0))
-    if service_db != BENCH_REDIS_DB:
-        raise BenchError(f"Django's Redis is db {service_db}, expected {BENCH_REDIS_DB}")
+    if service_db != environment.BENCH_REDIS_DB:
+        raise environment.BenchError(f"Django's Redis is db {service_db}, expected {environment.BENCH_REDIS_DB}")
     board_obj = Board.objects.get(id=board.id)
-    flush_redis(r)
+    environment.flush_redis(r)
     before_memory = _used_memory(r)
 
     spy: subprocess.Popen[bytes] | None = None
@@ -276,7 +263,7 @@ def rebuild(env: BenchEnv, r: redis.Redis, board: BoardInfo, values: Values, pro
         spy = profiling.start_recording(os.getpid(), 3600, profile_path, profile)
         time.sleep(1.0)  # let py-spy attach
     phases_wanted = ("_board_stream", "_board_swap", "_catch_up")
-    meter = cpu.CpuMeter(database=BENCH_DB_NAME)
+    meter = cpu.CpuMeter(database=environment.BENCH_DB_NAME)
     with cpu.metered(meter) as cpu_split, timed_phases(board_services, phases_wanted) as phases:
         started = time.perf_counter()
         report = board_services.boards_rebuild(boards=[board_obj])
@@ -289,7 +276,7 @@ def rebuild(env: BenchEnv, r: redis.Redis, board: BoardInfo, values: Values, pro
     scores = r.zmscore(key, [str(i + 1) for i in sample])
     wrong = sum(1 for i, s in zip(sample, scores, strict=True) if s is None or int(s) != values.encoded[i])
     if wrong:
-        raise BenchError(f"rebuilt {key}: {wrong} of {len(sample)} sampled scores differ from Postgres")
+        raise environment.BenchError(f"rebuilt {key}: {wrong} of {len(sample)} sampled scores differ from Postgres")
     measured = _measure_key(r, key, before_memory, n)  # deletes the key
     return {
         "entries": report.entries,
@@ -311,7 +298,7 @@ def _stop_profile(spy: subprocess.Popen[bytes], path: Path, code_dir: Path) -> d
         spy.kill()
         raise
     if not path.exists():
-        log(f"py-spy wrote nothing ({spy.returncode})")
+        environment.log(f"py-spy wrote nothing ({spy.returncode})")
         return None
     summary = profiling.summarise(path, code_dir)
     print(f"\nprofile {path.name}\n{summary.render()}\n", flush=True)
@@ -353,28 +340,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
     if args.profile:
         profiling.py_spy_binary()
     started = datetime.now(UTC)
-    log("preparing the bench database (migrate, apply bench/game.toml)")
-    prepare_database(env)
+    environment.log("preparing the bench database (migrate, apply bench/game.toml)")
+    environment.prepare_database(env)
     sys.path.insert(0, str(env.code_dir))  # the measured code's scores/ and boards/, imported below
-    with connect(env) as pg, redis_client(env) as r:
+    with environment.connect(env) as pg, environment.redis_client(env) as r:
         machine = machine_info(pg, r)
-        log(machine_line(machine))
-        board = board_info(pg, args.board)
-        log(f"generating {args.players:,} encoded scores")
+        environment.log(machine_line(machine))
+        board = environment.board_info(pg, args.board)
+        environment.log(f"generating {args.players:,} encoded scores")
         values = random_values(board, args.players, random.Random(args.seed))
         key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
-        log("loading the sorted set with integer members")
+        environment.log("loading the sorted set with integer members")
         memory = [measure_sorted_set(r, key, str, values, "player pk (as stored)")]
-        log("loading the sorted set with 15-character members")
+        environment.log("loading the sorted set with 15-character members")
         memory.append(measure_sorted_set(r, key, lambda i: f"player-{i:08d}", values, "15-char string"))
-        flush_redis(r)
-        log(f"COPYing {args.players:,} players and values into {BENCH_DB_NAME}")
-        load_steps = load_board(pg, game_id(pg), board, values)
-        log(f"rebuilding board {board.slug} (id {board.id}) through boards_rebuild")
+        environment.flush_redis(r)
+        environment.log(f"COPYing {args.players:,} players and values into {environment.BENCH_DB_NAME}")
+        load_steps = load_board(pg, environment.game_id(pg), board, values)
+        environment.log(f"rebuilding board {board.slug} (id {board.id}) through boards_rebuild")
         rebuilt = rebuild(env, r, board, values, args.profile)
         rebuilt["load_seconds"] = load_steps["total"]
         rebuilt["load_steps_seconds"] = load_steps
@@ -384,10 +371,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     report_results(
         "memory",
         tables,
-        started=started,
-        machine=machine,
-        code=code.info,
-        config=vars(args),
+        RunInfo.of(started, machine, code, args),
         redis={"mem_allocator": redis_memory.get("mem_allocator"), **redis_config},
         memory=memory,
         rebuild=rebuilt,

@@ -44,36 +44,18 @@ from typing import Any
 import psycopg
 import redis
 
-from bench import cpu, loadgen, profiling
+from bench import cpu, environment, loadgen, profiling
 from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
-from bench.environment import (
-    BENCH_DB_NAME,
-    BENCH_DIR,
-    BENCH_REDIS_DB,
-    GAME_SLUG,
-    BenchEnv,
-    BenchError,
-    BoardInfo,
-    ServerKey,
-    board_info,
-    connect,
-    create_server_key,
-    flush_redis,
-    game_id,
-    log,
-    prepare_database,
-    redis_client,
-)
 from bench.machine import machine_info, machine_line
 from bench.memory import BoardShape, Values, load_board
 from bench.monitor import ServerMonitor
-from bench.report import RESULTS_DIR, Laps, markdown_table, report_results, utc_stamp
+from bench.report import RESULTS_DIR, Laps, RunInfo, markdown_table, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess
 from bench.tally import Tally, load_figures, log_errors
 
 SCENARIOS = ("bare", "top", "top-deep", "rank", "rank-signed", "friends")
-OVERLAY_DIR = BENCH_DIR / "django_overlay"  # bench_settings.py, bench_urls.py
+OVERLAY_DIR = environment.BENCH_DIR / "django_overlay"  # bench_settings.py, bench_urls.py
 SETTINGS_MODULE = "bench_settings"
 BARE_PATH = "/bench/bare"
 TOP_LIMIT = 100
@@ -91,7 +73,7 @@ BUSY_WARNING = 0.2  # the machine's busy share before a scenario above which res
 # --------------------------------------------------------------------------- data
 
 
-def board_shape(pg: psycopg.Connection, board: BoardInfo) -> BoardShape:
+def board_shape(pg: psycopg.Connection, board: environment.BoardInfo) -> BoardShape:
     row = pg.execute(
         'SELECT "order", mode, min_score, max_score, max_total FROM scores_board WHERE id = %s', (board.id,)
     ).fetchone()
@@ -109,7 +91,7 @@ def generate_values(shape: BoardShape, n: int, rng: random.Random) -> tuple[Valu
     from scores import encoding  # of the measured code (on sys.path by then); needs no Django
 
     if shape.mode != "best" or shape.order != "desc":
-        raise BenchError(f"the board must be desc/best (bench/game.toml), not {shape.order}/{shape.mode}")
+        raise environment.BenchError(f"the board must be desc/best (bench/game.toml), not {shape.order}/{shape.mode}")
     now = int(time.time())
     first = max(encoding.EPOCH_UNIX, now - HISTORY_DAYS * 86_400)
     median = math.log(50_000)
@@ -159,24 +141,24 @@ class Fixture:
     """What the load needs once the data is in: who reads, with which credentials."""
 
     players: int
-    key: ServerKey
+    key: environment.ServerKey
     tokens: dict[int, str]  # player pk -> bearer token (the rank pool and the friend-list owners)
     rank_pool: list[int]
     friend_owners: list[int]
     tied_pks: list[int]
     setup: dict[str, Any] = field(default_factory=dict)  # timings and counts, for the JSON
     values: list[int] = field(default_factory=list)  # player pk i + 1's value on the board's `all` window
-    board: BoardInfo | None = None
+    board: environment.BoardInfo | None = None
 
 
-def _django(env: BenchEnv) -> None:
+def _django(env: environment.BenchEnv) -> None:
     """Configure Django in this process for the bench database and Redis db 2 (as bench.memory does)."""
     env.setup_django()
     from boards.redis import get_redis
 
     service_db = int(get_redis().connection_pool.connection_kwargs.get("db", 0))
-    if service_db != BENCH_REDIS_DB:
-        raise BenchError(f"Django's Redis is db {service_db}, expected {BENCH_REDIS_DB}")
+    if service_db != environment.BENCH_REDIS_DB:
+        raise environment.BenchError(f"Django's Redis is db {service_db}, expected {environment.BENCH_REDIS_DB}")
 
 
 def release_django_connections() -> None:
@@ -190,27 +172,33 @@ def release_django_connections() -> None:
             close_pool()
 
 
-def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.Connection, r: redis.Redis) -> Fixture:
+def set_up(
+    args: argparse.Namespace,
+    env: environment.BenchEnv,
+    key: environment.ServerKey,
+    pg: psycopg.Connection,
+    r: redis.Redis,
+) -> Fixture:
     """Fill the prepared bench database and Redis db: players, values, friendships, the board; mint tokens."""
     rng = random.Random(args.seed)
     laps = Laps(2)
     timings, step = laps.seconds, laps.mark
 
-    flush_redis(r)
+    environment.flush_redis(r)
     _django(env)  # the measured code's scores/ and boards/, imported below
-    game = game_id(pg)
-    board = board_info(pg, args.board)
+    game = environment.game_id(pg)
+    board = environment.board_info(pg, args.board)
     shape = board_shape(pg, board)
-    log(f"generating {args.players:,} values")
+    environment.log(f"generating {args.players:,} values")
     values, tied = generate_values(shape, args.players, rng)
     step("generate")
-    log(f"COPYing {args.players:,} players and their `all` values into {BENCH_DB_NAME}")
+    environment.log(f"COPYing {args.players:,} players and their `all` values into {environment.BENCH_DB_NAME}")
     load_steps = load_board(pg, game, board, values)
     step("copy_values")
     lists = friend_lists(args.players, args.friend_players, args.friends, rng)
     friendship_rows = load_friendships(pg, lists)
     step("copy_friendships")
-    log(f"{friendship_rows:,} friendship rows; rebuilding board {board.slug} through boards_rebuild")
+    environment.log(f"{friendship_rows:,} friendship rows; rebuilding board {board.slug} through boards_rebuild")
     from boards import services as board_services
     from scores.auth import make_player_token
     from scores.models import Board
@@ -226,7 +214,7 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
     set_key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
     members = int(r.zcard(set_key))
     if members != args.players:
-        raise BenchError(f"the rebuilt board holds {members:,} members, expected {args.players:,}")
+        raise environment.BenchError(f"the rebuilt board holds {members:,} members, expected {args.players:,}")
     memory = {
         "key": set_key,
         "members": members,
@@ -243,7 +231,7 @@ def set_up(args: argparse.Namespace, env: BenchEnv, key: ServerKey, pg: psycopg.
     release_django_connections()
     counts = Counter(values.encoded)
     tied_pks = [i + 1 for i, e in enumerate(values.encoded) if counts[e] > 1]
-    log(
+    environment.log(
         f"ready: {args.players:,} players ({tied:,} in ties), {len(lists):,} with {args.friends} friends, "
         f"{len(tokens):,} tokens; setup {sum(timings.values()):.0f} s"
     )
@@ -283,8 +271,10 @@ def clear_caches(r: redis.Redis) -> int:
     """Empty the bench Redis db of everything but the boards (lb:*): the shared cache (top pages,
     profiles, player ids, friend lists) and the throttles' histories. Returns keys removed."""
     db = int(r.connection_pool.connection_kwargs.get("db", 0))
-    if db != BENCH_REDIS_DB:
-        raise BenchError(f"refusing to clear Redis db {db}: only db {BENCH_REDIS_DB} belongs to the benchmarks")
+    if db != environment.BENCH_REDIS_DB:
+        raise environment.BenchError(
+            f"refusing to clear Redis db {db}: only db {environment.BENCH_REDIS_DB} belongs to the benchmarks"
+        )
     doomed = [k for k in r.scan_iter(count=10_000) if not k.startswith(b"lb:")]
     for start in range(0, len(doomed), 10_000):
         r.unlink(*doomed[start : start + 10_000])
@@ -313,7 +303,7 @@ class Scenario:
 
 
 def scenarios(fx: Fixture, board: str, rng: random.Random) -> dict[str, Scenario]:
-    base = f"/api/v1/games/{GAME_SLUG}/boards/{board}"
+    base = f"/api/v1/games/{environment.GAME_SLUG}/boards/{board}"
 
     def get(path: str, headers: Headers) -> loadgen.Request:
         return loadgen.Request("GET", path, b"", context=headers)
@@ -391,7 +381,7 @@ def warm_caches(port: int, scenario: Scenario, concurrency: int) -> dict[str, An
     seconds = time.perf_counter() - started
     bad = {k: v for k, v in statuses.items() if not k.startswith("2")}
     if bad:
-        log(f"warning: warming the caches for {scenario.name} got {bad}")
+        environment.log(f"warning: warming the caches for {scenario.name} got {bad}")
     return {"requests": sum(statuses.values()), "seconds": round(seconds, 2), "statuses": dict(statuses)}
 
 
@@ -411,7 +401,7 @@ SCENARIO_REQUESTS = {
 @dataclass
 class Context:
     args: argparse.Namespace
-    env: BenchEnv
+    env: environment.BenchEnv
     r: redis.Redis
     fixture: Fixture
     scenarios: dict[str, Scenario]
@@ -434,15 +424,17 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     busy_before = cpu.wait_until_quiet(BUSY_WARNING, args.quiet_wait)
     waited = time.monotonic() - waiting
     if busy_before > BUSY_WARNING:
-        log(f"warning: the machine was {busy_before:.0%} busy before this scenario; other work skews the results")
+        environment.log(
+            f"warning: the machine was {busy_before:.0%} busy before this scenario; other work skews the results"
+        )
     elif waited > 2:
-        log(f"waited {waited:.0f} s for the machine to be quiet (other work)")
+        environment.log(f"waited {waited:.0f} s for the machine to be quiet (other work)")
     cleared = clear_caches(ctx.r)
     warmed: dict[str, Any] | None = None
     if args.caches == "warm" and scenario.warm_targets:
-        log(f"{server.name} / {scenario.name}: warming the caches ({len(scenario.warm_targets):,} reads)")
+        environment.log(f"{server.name} / {scenario.name}: warming the caches ({len(scenario.warm_targets):,} reads)")
         warmed = warm_caches(server.port, scenario, args.concurrency)
-    log(
+    environment.log(
         f"{server.name} / {scenario.name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {args.concurrency} connections"
     )
     monitor = ServerMonitor(ctx.env, server.pid, start_profile, ctx.r)
@@ -487,7 +479,7 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
     }
     if "proc" in profile:
         row["profile"] = profiling.finish_recording(profile["proc"], profile["path"], ctx.env.code_dir)
-    log(
+    environment.log(
         f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, p50 {row['latency_ms']['p50']} ms, "
         f"p99 {row['latency_ms']['p99']} ms, errors {row['errors']}"
     )
@@ -512,13 +504,13 @@ def run_measured(ctx: Context, name: str, scenario: Scenario) -> dict[str, Any]:
             row["server_command"] = server.command
             return row
 
-    return cpu.least_disturbed(once, retries, f"{name} / {scenario.name}", log)
+    return cpu.least_disturbed(once, retries, f"{name} / {scenario.name}", environment.log)
 
 
 # --------------------------------------------------------------------------- correctness
 
 
-def _http_get_signed(server: ServerProcess, key: ServerKey, path: str) -> dict[str, Any]:
+def _http_get_signed(server: ServerProcess, key: environment.ServerKey, path: str) -> dict[str, Any]:
     request = urllib.request.Request(
         server.base_url + path,
         headers={"X-Key-Id": key.key_id, "X-Signature": loadgen.sign(key.secret, "GET", path, b"")},
@@ -528,7 +520,7 @@ def _http_get_signed(server: ServerProcess, key: ServerKey, path: str) -> dict[s
             body: dict[str, Any] = json.loads(response.read())
             return body
     except urllib.error.HTTPError as exc:
-        raise BenchError(f"GET {path}: HTTP {exc.code} {exc.read()[:300]!r}") from None
+        raise environment.BenchError(f"GET {path}: HTTP {exc.code} {exc.read()[:300]!r}") from None
 
 
 @dataclass(frozen=True)
@@ -540,7 +532,9 @@ class Expected:
     total: int
 
 
-def expected_from_postgres(pg: psycopg.Connection, board: BoardInfo, fx: Fixture, rng: random.Random) -> Expected:
+def expected_from_postgres(
+    pg: psycopg.Connection, board: environment.BoardInfo, fx: Fixture, rng: random.Random
+) -> Expected:
     """Ranks the contract's order gives (section 6), straight from scores_playervalue: 1 + players
     with a larger encoded score + players with the same one and a smaller id in byte order."""
     tied = rng.sample(fx.tied_pks, min(CHECK_TIED, len(fx.tied_pks)))
@@ -590,10 +584,12 @@ def expected_from_postgres(pg: psycopg.Connection, board: BoardInfo, fx: Fixture
     return Expected(ranks, friend_ranks, int(total))
 
 
-def check_server(server: ServerProcess, key: ServerKey, board: BoardInfo, expected: Expected) -> dict[str, Any]:
+def check_server(
+    server: ServerProcess, key: environment.ServerKey, board: environment.BoardInfo, expected: Expected
+) -> dict[str, Any]:
     """The running server's answers against Postgres: ranks, scores and totals of the checked
     players (signed reads), and the whole friends board of a few owners."""
-    base = f"/api/v1/games/{GAME_SLUG}/boards/{board.slug}"
+    base = f"/api/v1/games/{environment.GAME_SLUG}/boards/{board.slug}"
     mismatches: list[str] = []
     for pk, (rank, value) in expected.ranks.items():
         got = _http_get_signed(server, key, f"{base}/players/p{pk}?around=0")
@@ -749,24 +745,24 @@ def server_env(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
-def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
     if args.profile:
         profiling.py_spy_binary()
     started = datetime.now(UTC)
     stamp = utc_stamp(started)
-    log("preparing the bench database (migrate, apply bench/game.toml, create a server key)")
+    environment.log("preparing the bench database (migrate, apply bench/game.toml, create a server key)")
     prepared = time.perf_counter()
-    prepare_database(env)  # drops and creates it: connect afterwards
-    key = create_server_key(env)
-    with connect(env) as pg, redis_client(env) as r:
+    environment.prepare_database(env)  # drops and creates it: connect afterwards
+    key = environment.create_server_key(env)
+    with environment.connect(env) as pg, environment.redis_client(env) as r:
         machine = machine_info(pg, r)
-        log(machine_line(machine))
+        environment.log(machine_line(machine))
         fixture = set_up(args, env, key, pg, r)
         fixture.setup["seconds"]["database"] = round(time.perf_counter() - prepared, 2)
-        board = board_info(pg, args.board)
+        board = environment.board_info(pg, args.board)
         rng = random.Random(args.seed + 1)
         ctx = Context(args, env, r, fixture, scenarios(fixture, args.board, random.Random()), stamp, server_env(args))
-        log(f"computing the expected ranks of {CHECK_PLAYERS} players in Postgres")
+        environment.log(f"computing the expected ranks of {CHECK_PLAYERS} players in Postgres")
         expected = expected_from_postgres(pg, board, fixture, rng)
         runs: list[dict[str, Any]] = []
         checks: dict[str, dict[str, Any]] = {}
@@ -775,16 +771,13 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
                 runs.append(run_measured(ctx, name, ctx.scenarios[scenario_name]))
             with ServerProcess(name, env, workers=args.workers, extra_env=ctx.server_env) as server:
                 checks[name] = check_server(server, fixture.key, board, expected)
-            log(f"{name} correct: {correct_text(checks[name])}")
-        flush_redis(r)  # the board and its caches: ~150 MB of a Redis others use too
+            environment.log(f"{name} correct: {correct_text(checks[name])}")
+        environment.flush_redis(r)  # the board and its caches: ~150 MB of a Redis others use too
     text = render(runs, checks, args.servers, args)
     report_results(
         "reads",
         text,
-        started=started,
-        machine=machine,
-        code=code.info,
-        config=vars(args),
+        RunInfo.of(started, machine, code, args),
         game_file="bench/game.toml",
         server_env=ctx.server_env,
         setup=fixture.setup,

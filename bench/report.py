@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.code import CodeTree
 from bench.environment import BENCH_DIR
 
 RESULTS_DIR = BENCH_DIR / "results"
@@ -86,32 +89,39 @@ def write_json(kind: str, stamp: str, payload: dict[str, Any]) -> Path:
     return path
 
 
-def report_results(
-    kind: str,
-    text: str,
-    *,
-    started: datetime,
-    machine: dict[str, Any],
-    code: dict[str, Any],
-    config: dict[str, Any],
-    **extra: Any,
-) -> Path:
+@dataclass(frozen=True)
+class RunInfo:
+    """What every focused benchmark's result file records besides its own figures: when it
+    started, the machine, the code measured and the configuration (its flags)."""
+
+    started: datetime
+    machine: dict[str, Any]  # bench.machine.machine_info()
+    code: dict[str, Any]  # CodeTree.info
+    config: dict[str, Any]
+
+    @classmethod
+    def of(cls, started: datetime, machine: dict[str, Any], code: CodeTree, args: argparse.Namespace) -> RunInfo:
+        """From what a benchmark's run() holds; the flags are copied, so later changes to `args` do not leak in."""
+        return cls(started=started, machine=machine, code=code.info, config=dict(vars(args)))
+
+
+def report_results(kind: str, text: str, info: RunInfo, /, **extra: Any) -> Path:
     """A focused benchmark's end: its tables printed under the machine and the command line,
     and bench/results/<kind>-<stamp>.json written with what every result file starts with (the
-    benchmark, when, the command, the machine, the code measured, the configuration) and `extra`."""
+    benchmark, when, the command, `info`) and `extra`."""
     from bench.machine import command_line, machine_line
 
-    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{text}\n", flush=True)
+    print(f"\n{machine_line(info.machine)}\n{command_line()}\n\n{text}\n", flush=True)
     path = write_json(
         kind,
-        utc_stamp(started),
+        utc_stamp(info.started),
         {
             "benchmark": kind,
-            "started_at": started.isoformat(),
+            "started_at": info.started.isoformat(),
             "command": command_line(),
-            "machine": machine,
-            "code": code,
-            "config": config,
+            "machine": info.machine,
+            "code": info.code,
+            "config": info.config,
             **extra,
         },
     )

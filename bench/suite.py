@@ -40,24 +40,10 @@ from typing import Any
 import psycopg
 import redis
 
-from bench import anchors, cpu, ingest, loadgen, plots, reads
+from bench import anchors, cpu, environment, ingest, loadgen, plots, reads
 from bench import server as server_module
 from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
-from bench.environment import (
-    GAME_SLUG,
-    REPO_ROOT,
-    BenchEnv,
-    BenchError,
-    ServerKey,
-    connect,
-    create_server_key,
-    flush_redis,
-    game_id,
-    log,
-    prepare_database,
-    redis_client,
-)
 from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor
 from bench.report import RESULTS_DIR, Laps, latency_ms, markdown_table, ms, utc_stamp
@@ -86,8 +72,8 @@ MIX = {"submit": 5, "rank": 60, "top": 30, "friends": 5}  # per 100 requests
 FULL_MIRROR_CHECK_PLAYERS = 2_000_000  # above: the mirror is checked for the players written only
 FRESHNESS_TIMEOUT = 5.0  # seconds a probe polls before counting its result as not visible
 BUSY_LIMIT = 0.2
-DOCS_FILE = REPO_ROOT / "docs" / "BENCHMARKS.md"
-DOCS_IMAGES = REPO_ROOT / "docs" / "benchmarks"
+DOCS_FILE = environment.REPO_ROOT / "docs" / "BENCHMARKS.md"
+DOCS_IMAGES = environment.REPO_ROOT / "docs" / "benchmarks"
 DOCS_BEGIN = "<!-- bench:latest:begin (written by `make bench`: python -m bench --publish) -->"
 DOCS_END = "<!-- bench:latest:end -->"
 TARGETS = {  # issues 7, 11 and 16, for this machine kind: reported, never asserted
@@ -114,8 +100,8 @@ TARGETS = {  # issues 7, 11 and 16, for this machine kind: reported, never asser
 @dataclass
 class Run:
     args: argparse.Namespace
-    env: BenchEnv
-    key: ServerKey
+    env: environment.BenchEnv
+    key: environment.ServerKey
     pg: psycopg.Connection
     r: redis.Redis
     fixture: reads.Fixture
@@ -126,7 +112,7 @@ class Run:
     shared_server: ServerProcess | None = None  # --smoke: one server for every scenario
 
     @property
-    def board(self) -> reads.BoardInfo:
+    def board(self) -> environment.BoardInfo:
         assert self.fixture.board is not None
         return self.fixture.board
 
@@ -178,7 +164,7 @@ def _wait_quiet(args: argparse.Namespace) -> tuple[float, float]:
     busy = cpu.wait_until_quiet(BUSY_LIMIT, args.quiet_wait) if args.quiet_wait > 0 else cpu.busy_share(0.2)
     waited = time.monotonic() - started
     if busy > BUSY_LIMIT:
-        log(f"warning: the machine was {busy:.0%} busy before this scenario; other work skews the results")
+        environment.log(f"warning: the machine was {busy:.0%} busy before this scenario; other work skews the results")
     return busy, waited
 
 
@@ -202,7 +188,7 @@ def measure(
         with serving(run) as srv:
             return _measure_once(run, srv, name, make_request, submissions, concurrency, rate, warm)
 
-    return cpu.least_disturbed(once, retries, name, log)
+    return cpu.least_disturbed(once, retries, name, environment.log)
 
 
 def _measure_once(
@@ -220,11 +206,11 @@ def _measure_once(
     cleared = reads.clear_caches(run.r)
     targets = sum(len(s.warm_targets) for s in warm)
     if targets:
-        log(f"{name}: warming the caches ({targets:,} reads)")
+        environment.log(f"{name}: warming the caches ({targets:,} reads)")
     warmed = {s.name: reads.warm_caches(srv.port, s, args.concurrency) for s in warm if s.warm_targets}
     tally = Tally(dict(submissions or {}))
     load = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
-    log(f"{name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {load}")
+    environment.log(f"{name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {load}")
     monitor = ServerMonitor(run.env, srv.pid, r=run.r)
     spec = loadgen.Load(
         host="127.0.0.1",
@@ -272,7 +258,7 @@ def _measure_once(
         detail["results_per_s"] = tally.measured_results / seconds
         detail["rejected_by_code"] = dict(tally.rejected)
         detail["acked_match_ids"] = tally.acked  # for the durability check; dropped from the JSON
-    log(
+    environment.log(
         f"{name}: {detail['requests_per_s']:,.1f} req/s, p50 {detail['latency_ms']['p50']} ms, "
         f"p99 {detail['latency_ms']['p99']} ms, errors {detail['errors']}"
     )
@@ -283,7 +269,7 @@ def _measure_once(
 def check_writes(run: Run, detail: dict[str, Any]) -> None:
     """Every acknowledged match is in Postgres; the board's `all` set equals Postgres' values."""
     acked = detail.pop("acked_match_ids", [])
-    game = game_id(run.pg)
+    game = environment.game_id(run.pg)
     detail["applied"] = applied = ingest.wait_applied(run.pg)
     durable = ingest.check_durable(run.pg, game, acked)
     if run.fixture.players <= FULL_MIRROR_CHECK_PLAYERS:
@@ -297,7 +283,9 @@ def check_writes(run: Run, detail: dict[str, Any]) -> None:
         else f"durable: {ingest.durable_text(durable)} / mirrored: {ingest.mirrored_text(mirrored)}"
         f" / applied: {'ok' if applied['ok'] else str(applied['pending_rows']) + ' rows pending'}"
     )
-    log(f"{detail['scenario']}: {len(set(acked)):,} acknowledged matches; durable and mirrored: {detail['check']}")
+    environment.log(
+        f"{detail['scenario']}: {len(set(acked)):,} acknowledged matches; durable and mirrored: {detail['check']}"
+    )
 
 
 def check_mirrored_players(run: Run, game: int, acked: list[str]) -> dict[str, Any]:
@@ -379,7 +367,7 @@ def scenario_reads(run: Run, name: str) -> None:
         closed = run.details.get("rank")
         rate = args.open_rate or (closed["requests_per_s"] / 2 if closed else None)
         if not rate:
-            raise BenchError("rank-open needs the closed-loop rank scenario first, or --open-rate")
+            raise environment.BenchError("rank-open needs the closed-loop rank scenario first, or --open-rate")
         detail = measure(run, name, lambda: _read(sc["rank"]), rate=rate, warm=[sc["rank"]])
         detail["rate_source"] = "--open-rate" if args.open_rate else "half the closed-loop rank throughput"
         run.details[name] = detail
@@ -387,7 +375,7 @@ def scenario_reads(run: Run, name: str) -> None:
 
 def scenario_mixed(run: Run) -> None:
     sc = run.read_scenarios()
-    single = ingest.Scenario("submit", f"/api/v1/games/{GAME_SLUG}/matches", 1, batch=False)
+    single = ingest.Scenario("submit", f"/api/v1/games/{environment.GAME_SLUG}/matches", 1, batch=False)
     factory = run.match_factory("mixed")
     deck: list[str] = []
 
@@ -412,10 +400,12 @@ def scenario_mixed(run: Run) -> None:
 def scenario_ingest(run: Run, name: str) -> None:
     args = run.args
     if name == "single":
-        scenario = ingest.Scenario("single", f"/api/v1/games/{GAME_SLUG}/matches", 1, batch=False)
+        scenario = ingest.Scenario("single", f"/api/v1/games/{environment.GAME_SLUG}/matches", 1, batch=False)
         concurrency = args.concurrency
     else:
-        scenario = ingest.Scenario("batch", f"/api/v1/games/{GAME_SLUG}/matches/batch", args.batch_size, batch=True)
+        scenario = ingest.Scenario(
+            "batch", f"/api/v1/games/{environment.GAME_SLUG}/matches/batch", args.batch_size, batch=True
+        )
         concurrency = args.batch_concurrency
     factory = run.match_factory(name)
     detail = measure(
@@ -439,7 +429,7 @@ async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str
     """Probers, each in turn: read a player's score, submit a match with one more, and from the
     2xx on poll the player's rank until the API shows the new score (or FRESHNESS_TIMEOUT)."""
     loop = asyncio.get_running_loop()
-    base = f"/api/v1/games/{GAME_SLUG}/boards/{run.board.slug}"
+    base = f"/api/v1/games/{environment.GAME_SLUG}/boards/{run.board.slug}"
     pool = list(run.fixture.rank_pool)
     run.rng.shuffle(pool)
     samples: list[float] = []
@@ -470,7 +460,9 @@ async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str
                      "results": [{"player": f"p{pk}", "board": run.board.slug, "score": current + 1}]},
                     separators=(",", ":"),
                 ).encode()  # fmt: skip
-                req = run.signed(loadgen.Request("POST", f"/api/v1/games/{GAME_SLUG}/matches", body), "submit")
+                req = run.signed(
+                    loadgen.Request("POST", f"/api/v1/games/{environment.GAME_SLUG}/matches", body), "submit"
+                )
                 response = await conn.request(req)
                 acknowledged = time.perf_counter()  # uvloop's loop.time() counts whole milliseconds
                 if response.status != 201 or json.loads(response.body).get("status") != "accepted":
@@ -505,13 +497,15 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
     runs at full rate (--batch-concurrency connections of --batch-size matches) beside them."""
     args = run.args
     name = "freshness-loaded" if loaded else "freshness"
-    batch = ingest.Scenario("batch", f"/api/v1/games/{GAME_SLUG}/matches/batch", args.batch_size, batch=True)
+    batch = ingest.Scenario(
+        "batch", f"/api/v1/games/{environment.GAME_SLUG}/matches/batch", args.batch_size, batch=True
+    )
     factory = run.match_factory(name)
     tally = Tally({"batch": batch})
     with serving(run) as srv:
         busy_before, _ = _wait_quiet(args)
         beside = f", beside batch ingest at {args.batch_concurrency} connections" if loaded else ""
-        log(f"{name}: {args.freshness_probers} probers for {args.seconds:g} s{beside}")
+        environment.log(f"{name}: {args.freshness_probers} probers for {args.seconds:g} s{beside}")
         monitor = ServerMonitor(run.env, srv.pid, r=run.r)
         lag = ingest.LagSampler(run.env.database_url)
         with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
@@ -566,7 +560,7 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
             detail["late"] = late
     elif not_visible or not samples:
         detail["check"] = late
-    log(
+    environment.log(
         f"{name}: {len(samples)} probes, p50 {detail['latency_ms']['p50']} ms, p99 {detail['latency_ms']['p99']} ms"
         + (f"; batch ingest {detail['batch_results_per_s']:,.0f} results/s" if load_result is not None else "")
         + f"; projector lag max {detail['projector_lag']['max_s']} s"
@@ -580,7 +574,7 @@ def check_reads(run: Run) -> dict[str, Any]:
     expected = reads.expected_from_postgres(run.pg, run.board, run.fixture, random.Random(run.args.seed + 1))
     with serving(run) as srv:
         check = reads.check_server(srv, run.key, run.board, expected)
-    log(f"ranks vs SQL: {reads.correct_text(check)}")
+    environment.log(f"ranks vs SQL: {reads.correct_text(check)}")
     return check
 
 
@@ -589,11 +583,11 @@ def scenario_freeze(run: Run) -> None:
     from scores.selectors import cached_board
     from seasons.services import window_freeze
 
-    cfg = cached_board(GAME_SLUG, board_slug=run.args.board)
+    cfg = cached_board(environment.GAME_SLUG, board_slug=run.args.board)
     rows = run.pg.execute(
         "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (run.board.id,)
     ).fetchone()[0]  # type: ignore[index]
-    log(f"freeze: the `all` window's {rows:,} players")
+    environment.log(f"freeze: the `all` window's {rows:,} players")
     started = time.perf_counter()
     freeze = window_freeze(board=cfg, window="all", reason="bench")
     seconds = time.perf_counter() - started
@@ -851,21 +845,22 @@ class SuiteStart:
         return cls(started, time.monotonic(), cpu.busy_ticks(), os.getloadavg(), utc_stamp(started), Laps(1))
 
 
-def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
     start = SuiteStart.now()
     phase = start.laps.mark
-    log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
-    prepare_database(env)
-    key = create_server_key(env)
+    environment.log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
+    environment.prepare_database(env)
+    key = environment.create_server_key(env)
     phase("database")
-    with connect(env) as pg, redis_client(env) as r:
+    with environment.connect(env) as pg, environment.redis_client(env) as r:
         machine = machine_info(pg, r)
-        log(machine_line(machine))
+        environment.log(machine_line(machine))
         fixture = reads.set_up(args, env, key, pg, r)  # COPY, friendships, rebuild (timed), tokens
         phase("data")
         run = Run(args, env, key, pg, r, fixture, reads.server_env(args), secrets.token_hex(4), random.Random())
         celery_commands, correctness = run_scenarios(run, phase)
-        flush_redis(r, wait_freed=False)  # the board and its caches: ~150 MB at 1M of a Redis others use too
+        # the board and its caches: ~150 MB at 1M of a Redis others use too
+        environment.flush_redis(r, wait_freed=False)
     machine_during_run(machine, start, args)
     wall_seconds = round(time.monotonic() - start.wall, 1)
     rows = summary(run.details)
@@ -896,7 +891,7 @@ def run_suite(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
     }
     latency_png, throughput_png, json_path = write_results(args.out, start.stamp, machine, markdown, rows, payload)
     if args.publish and args.smoke:
-        log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
+        environment.log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
     elif args.publish:
         publish(markdown, latency_png, throughput_png, json_path)
     return 0 if ok else 2
@@ -1021,7 +1016,9 @@ def publish(markdown: str, latency_png: Path, throughput_png: Path, json_path: P
     DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(latency_png, DOCS_IMAGES / "latency.png")
     shutil.copyfile(throughput_png, DOCS_IMAGES / "throughput.png")
-    shown = json_path.relative_to(REPO_ROOT) if json_path.is_relative_to(REPO_ROOT) else json_path
+    shown = (
+        json_path.relative_to(environment.REPO_ROOT) if json_path.is_relative_to(environment.REPO_ROOT) else json_path
+    )
     section = (
         f"{DOCS_BEGIN}\n`{command_line()}` → `{shown}`\n\n{markdown}\n"
         f"![latency per scenario](benchmarks/latency.png)\n\n![throughput per scenario](benchmarks/throughput.png)\n"
@@ -1034,7 +1031,7 @@ def publish(markdown: str, latency_png: Path, throughput_png: Path, json_path: P
     else:
         text = text.rstrip() + "\n\n## Latest full run\n\n" + section + "\n"
     DOCS_FILE.write_text(text)
-    log(f"published to {DOCS_FILE} and {DOCS_IMAGES}/")
+    environment.log(f"published to {DOCS_FILE} and {DOCS_IMAGES}/")
 
 
 def _interrupt(signum: int, _frame: object) -> None:

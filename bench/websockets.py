@@ -43,21 +43,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import environment
 from bench.cli import add_run_args, run_benchmark
 from bench.code import CodeTree
-from bench.environment import (
-    BenchEnv,
-    BenchError,
-    connect,
-    create_server_key,
-    flush_redis,
-    log,
-    prepare_database,
-    redis_client,
-)
 from bench.loadgen import HttpConnection, Request, sign
 from bench.machine import machine_info
-from bench.report import markdown_table, ms, percentile, report_results
+from bench.report import RunInfo, markdown_table, ms, percentile, report_results
 from bench.server import ServerProcess, background
 
 GAME = "bench"
@@ -144,7 +135,7 @@ class Submitter:
         status, reply = await self.post(f"/api/v1/games/{GAME}/matches", body)
         done = time.monotonic()
         if status // 100 != 2:
-            raise BenchError(f"submission answered {status}: {reply}")
+            raise environment.BenchError(f"submission answered {status}: {reply}")
         self.statuses[reply.get("status", "?")] = self.statuses.get(reply.get("status", "?"), 0) + 1
         return done
 
@@ -162,10 +153,10 @@ async def _seed(sub: Submitter, players: int) -> None:
         ]
         status, reply = await sub.post(f"/api/v1/games/{GAME}/matches/batch", {"matches": matches})
         if status != 200:
-            raise BenchError(f"seeding answered {status}: {reply}")
+            raise environment.BenchError(f"seeding answered {status}: {reply}")
 
 
-def _tokens(env: BenchEnv, players: int) -> list[str]:
+def _tokens(env: environment.BenchEnv, players: int) -> list[str]:
     env.setup_django()
     from scores.models import Player
     from scores.services import player_token_issue
@@ -232,7 +223,7 @@ async def _step(
     for c in [c for c in clients if c.player is None][:TOP_SAMPLE]:
         c.sample = True
     gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
-    log(f"{n} clients: connecting ({tokened} with a token)")
+    environment.log(f"{n} clients: connecting ({tokened} with a token)")
     t0 = time.monotonic()
     opening = [
         asyncio.ensure_future(_open(base + (f"&token={tokens[i]}" if c.player else ""), c, gate))
@@ -242,11 +233,11 @@ async def _step(
     connect_s = time.monotonic() - t0
     failed = [r for r in results if isinstance(r, BaseException)]
     if failed:
-        log(f"{len(failed)} sockets failed to open, e.g. {failed[0]!r}")
+        environment.log(f"{len(failed)} sockets failed to open, e.g. {failed[0]!r}")
     clients = [c for c in clients if c.task is not None]
-    log(f"{n} clients: quiet phase ({args.quiet} submissions, one every {args.quiet_gap} s)")
+    environment.log(f"{n} clients: quiet phase ({args.quiet} submissions, one every {args.quiet_gap} s)")
     quiet = await _phase(sub, clients, next_score, args.quiet, args.quiet_gap, rng)
-    log(f"{n} clients: busy phase ({args.busy_rate}/s for {args.seconds} s)")
+    environment.log(f"{n} clients: busy phase ({args.busy_rate}/s for {args.seconds} s)")
     cpu0, wall0, client0 = _cpu_seconds(server.pid), time.monotonic(), _client_cpu()
     busy = await _phase(sub, clients, next_score, int(args.busy_rate * args.seconds), 1 / args.busy_rate, rng)
     wall = time.monotonic() - wall0
@@ -259,7 +250,7 @@ async def _step(
             await c.ws.close()
         if c.task:
             c.task.cancel()
-    log(f"submission statuses so far: {sub.statuses}")
+    environment.log(f"submission statuses so far: {sub.statuses}")
     return {
         "clients": n,
         "tokened": tokened,
@@ -309,13 +300,13 @@ def render(steps: list[dict[str, Any]]) -> str:
     )
 
 
-def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
+def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
     started = datetime.now(UTC)
-    log("preparing the bench database (migrate, apply bench/game.toml)")
-    prepare_database(env)
-    with redis_client(env) as r:
-        flush_redis(r)
-    key = create_server_key(env)
+    environment.log("preparing the bench database (migrate, apply bench/game.toml)")
+    environment.prepare_database(env)
+    with environment.redis_client(env) as r:
+        environment.flush_redis(r)
+    key = environment.create_server_key(env)
     players = max(1000, int(max(args.clients) * args.token_share))
     extra = {"LIVE_INTERVAL_SECONDS": str(args.interval)}
     steps: list[dict[str, Any]] = []
@@ -323,7 +314,7 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
 
         async def seed() -> None:
             sub = Submitter(server.port, key.key_id, key.secret)
-            log(f"seeding {players} players")
+            environment.log(f"seeding {players} players")
             await _seed(sub, players)
             await sub.conn.close()
 
@@ -332,24 +323,16 @@ def run(args: argparse.Namespace, env: BenchEnv, code: CodeTree) -> int:
             next_score = [SEED_SCORE[1]]  # each submission a new best by one point: plausible to anti-cheat
             for n in args.clients:
                 steps.append(await _step(args, server, sub, tokens, n, next_score))
-                log(json.dumps(steps[-1]))
-            log(f"submission statuses: {sub.statuses}")
+                environment.log(json.dumps(steps[-1]))
+            environment.log(f"submission statuses: {sub.statuses}")
             await sub.conn.close()
 
         asyncio.run(seed())
         asyncio.run(measure(_tokens(env, players)))
-        with connect(env) as pg, redis_client(env) as r:
+        with environment.connect(env) as pg, environment.redis_client(env) as r:
             machine = machine_info(pg, r)
     table = render(steps)
-    report_results(
-        "websockets",
-        table,
-        started=started,
-        machine=machine,
-        code=code.info,
-        config=vars(args),
-        steps=steps,
-    )
+    report_results("websockets", table, RunInfo.of(started, machine, code, args), steps=steps)
     return 0
 
 

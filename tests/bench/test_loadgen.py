@@ -7,6 +7,8 @@ Only lower bounds on latency are asserted: a busy machine makes everything slowe
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from bench import loadgen
 
@@ -36,19 +38,26 @@ def _request() -> loadgen.Request:
     return loadgen.Request("GET", "/x", b"", headers=[], tag="x")
 
 
-def test_open_loop_keeps_its_schedule_and_counts_the_queue() -> None:
+def _against_slow_server(
+    loop: Callable[..., Awaitable[loadgen.LoadResult]], seconds: float, **loop_args: Any
+) -> loadgen.LoadResult:
+    """`loop` (open_loop or closed_loop, with `loop_args`) for `seconds` against _slow_server():
+    no warm-up, every answer accepted, so only the loop's own timing is under test."""
+
     async def main() -> loadgen.LoadResult:
         server, port = await _slow_server()
         async with server:
-            return await loadgen.open_loop(
-                loadgen.Load(
-                    host="127.0.0.1", port=port, warmup=0.0, seconds=0.5, make_request=_request,
-                    on_response=lambda *_: None, headers=lambda req: [],
-                ),
-                rate=200, max_connections=1,
+            load = loadgen.Load(
+                host="127.0.0.1", port=port, warmup=0.0, seconds=seconds, make_request=_request,
+                on_response=lambda *_: None, headers=lambda req: [],
             )  # fmt: skip
+            return await loop(load, **loop_args)
 
-    result = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_open_loop_keeps_its_schedule_and_counts_the_queue() -> None:
+    result = _against_slow_server(loadgen.open_loop, 0.5, rate=200, max_connections=1)
     assert result.sent == 100  # 200/s for 0.5 s, although the server answers 50/s at most
     assert result.statuses == {"200": 100}
     assert result.completed == 100 and len(result.latencies_by_tag["x"]) == 100
@@ -59,18 +68,7 @@ def test_open_loop_keeps_its_schedule_and_counts_the_queue() -> None:
 
 
 def test_closed_loop_waits_for_each_answer() -> None:
-    async def main() -> loadgen.LoadResult:
-        server, port = await _slow_server()
-        async with server:
-            return await loadgen.closed_loop(
-                loadgen.Load(
-                    host="127.0.0.1", port=port, warmup=0.0, seconds=0.3, make_request=_request,
-                    on_response=lambda *_: None, headers=lambda req: [],
-                ),
-                concurrency=1,
-            )  # fmt: skip
-
-    result = asyncio.run(main())
+    result = _against_slow_server(loadgen.closed_loop, 0.3, concurrency=1)
     assert 1 <= result.completed <= 0.3 / SERVICE_SECONDS + 1  # never more than the server can answer
     assert min(result.latencies) >= SERVICE_SECONDS - 0.002  # the server's time, no queue on top
     assert result.connects == 1  # kept alive
