@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
@@ -24,9 +23,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from scores.auth import sign
 from tests.e2e.conftest import web  # noqa: F401  (the web tier fixture)
 from tests.factories import BoardFactory, GameFactory, migrated_test_database_url, server_key
+from tests.polling import until
 
 pytestmark = pytest.mark.slow
-DEADLINE = 60.0
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -59,17 +58,6 @@ def _accepted(samples: dict) -> float:
     return samples.get(("leaderboard_matches_submitted_total", (("game", "ops"), ("status", "accepted"))), 0.0)
 
 
-def _until(condition, what: str, deadline: float = DEADLINE):  # noqa: ANN001, ANN202
-    end = time.monotonic() + deadline
-    while True:
-        found = condition()
-        if found:
-            return found
-        if time.monotonic() > end:
-            pytest.fail(f"{what} within {deadline:.0f} s")
-        time.sleep(0.2)  # polling real processes for a state, with a deadline
-
-
 def test_metrics_sum_every_web_process_and_count_websockets(web) -> None:  # noqa: F811
     game = GameFactory(slug="ops")
     BoardFactory(game=game, slug="rating")
@@ -88,11 +76,11 @@ def test_metrics_sum_every_web_process_and_count_websockets(web) -> None:  # noq
     ]
     try:
         gauge = ("leaderboard_websockets_open", ())
-        _until(lambda: _samples(web.url).get(gauge) == 3, "3 open websockets never showed")
+        until(lambda: _samples(web.url).get(gauge) == 3, "3 open websockets never showed")
     finally:
         for ws in sockets:
             ws.close()
-    _until(lambda: _samples(web.url).get(gauge) == 0, "closed websockets still counted")
+    until(lambda: _samples(web.url).get(gauge) == 0, "closed websockets still counted")
 
 
 def _celery(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -126,7 +114,7 @@ def test_healthz_sees_a_real_celery_worker_and_beat(web) -> None:  # noqa: F811
             body = json.loads(_get(web.url + "/healthz")[1])
             return body if body["worker"] == "ok" and body["beat"] == "ok" else None
 
-        body = _until(both_ok, "worker and beat never reported (logs in " + str(tmp) + ")")
+        body = until(both_ok, "worker and beat never reported (logs in " + str(tmp) + ")")
         assert body["details"]["worker"]["seen_seconds_ago"] < 30 and body["details"]["worker"]["workers"]
         up = _samples(web.url)
         assert up[("leaderboard_component_up", (("component", "worker"),))] == 1

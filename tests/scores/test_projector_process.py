@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,18 +22,11 @@ from scores.models import PlayerValue
 from scores.projection import pending_lag
 from scores.selectors import cached_board
 from tests.conftest import SignedClient
+from tests.polling import until
 
 REPO = Path(__file__).resolve().parents[2]
 APP_NAME = "leaderboard-projector-under-test"
 BATCHES, PER_BATCH, PLAYERS = 12, 1000, 50
-
-
-def _wait(what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -116,16 +108,16 @@ def test_a_projector_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     assert _healthz_projector().startswith("down: no projector")
 
     first = projector_process()
-    _wait("the projector to own its partitions", lambda: _healthz_projector() == "ok")
-    _wait("the projector to be inside a batch", _projector_writing)
+    until(lambda: _healthz_projector() == "ok", "the projector owning its partitions")
+    until(_projector_writing, "the projector inside a batch", every=0.02)
     first.send_signal(signal.SIGKILL)  # inside a transaction that has claimed pending rows
     first.wait(timeout=10)
-    _wait("Postgres to notice the dead projector", lambda: not _projector_writing())
+    until(lambda: not _projector_writing(), "Postgres noticing the dead projector")
     assert pending_lag()[0] > 0  # the batch it was in rolled back: its rows wait again
-    _wait("the ownership locks to go", lambda: _healthz_projector().startswith("down"))
+    until(lambda: _healthz_projector().startswith("down"), "the ownership locks gone")
 
     projector_process()
-    _wait("the second projector to apply everything", lambda: pending_lag()[0] == 0, timeout=120)
+    until(lambda: pending_lag()[0] == 0, "the second projector applying everything", timeout=120)
     outbox_drain(grace_seconds=0)  # the periodic heal, for a batch killed between commit and Redis
 
     totals = dict(
