@@ -169,10 +169,10 @@ def _fanout_one(url: str, topology: str, shards: int, players: int, windows: lis
     a_us = timed(anchor, 40) / 100
     sample = random.sample(pks, 500)
     for pk in sample:  # warm the profile caches, as a serving process is
-        selectors.player_standing(cfg, "all", pk, 2)
-    r0 = timed(lambda i: selectors.player_standing(cfg, "all", sample[i % 500], 0), 1000)
-    r2 = timed(lambda i: selectors.player_standing(cfg, "all", sample[i % 500], 2), 1000)
-    top = timed(lambda i: selectors.board_top(cfg, "all", 0, 10), 500)
+        selectors.player_standing(cfg, window="all", pk=pk, around=2)
+    r0 = timed(lambda i: selectors.player_standing(cfg, window="all", pk=sample[i % 500], around=0), 1000)
+    r2 = timed(lambda i: selectors.player_standing(cfg, window="all", pk=sample[i % 500], around=2), 1000)
+    top = timed(lambda i: selectors.board_top(cfg, window="all", offset=0, limit=10), 500)
     label = f"{topology} ({shards} shard{'s' if shards > 1 else ''})"
     log(f"{label:17} | {w_us:15.1f} | {a_us:21.1f} | {w_us / a_us:5.2f} | {r0:16.0f} | {r2:11.0f} | {top:9.0f}")
 

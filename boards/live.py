@@ -181,7 +181,7 @@ def top_text(board: BoardConfig, window: str) -> tuple[str, bool]:
     # the entry shape is the /top API's own serializer: one definition of an entry
     from boards.api import EntrySerializer
 
-    page = selectors.board_top(board, window, 0, TOP_SIZE)
+    page = selectors.board_top(board, window=window, offset=0, limit=TOP_SIZE)
     body = {"type": "top", "window": window, "entries": EntrySerializer(page.entries, many=True).data}
     return json.dumps(body, separators=(",", ":")), page.degraded
 

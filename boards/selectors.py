@@ -101,7 +101,7 @@ class _Slice:
 # --- cached lookups -----------------------------------------------------------------------
 
 
-def player_pk(game_id: int, external_id: str) -> int | None:
+def player_pk(game_id: int, *, external_id: str) -> int | None:
     """A player's primary key (immutable once created, so cached long)."""
     pk = _local_player_ids.get((game_id, external_id))
     if pk is not None:
@@ -119,7 +119,7 @@ def player_pk(game_id: int, external_id: str) -> int | None:
     return pk
 
 
-def player_pk_cached(game_id: int, external_id: str) -> int | None:
+def player_pk_cached(game_id: int, *, external_id: str) -> int | None:
     """player_pk if this process already knows it, else None (no cache or database read)."""
     return _local_player_ids.get((game_id, external_id))
 
@@ -250,7 +250,7 @@ def _page_script(
 
 
 def standing_reply(
-    board: BoardConfig, window: str, pk: int, around: int, counters: Sequence[str], limits: Sequence[int]
+    board: BoardConfig, *, window: str, pk: int, around: int, counters: Sequence[str], limits: Sequence[int]
 ) -> list[Any]:
     """page.lua's answer for player_standing(..., reply=), with the rate-limit counters
     (PlayerReadThrottle.counters) counted in the same round trip. A one-element list means
@@ -261,7 +261,7 @@ def standing_reply(
 # --- public reads ---------------------------------------------------------------------------
 
 
-def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> Page:
+def board_top(board: BoardConfig, *, window: str, offset: int, limit: int) -> Page:
     stop = offset + limit - 1
     try:
         if index.fanout(board.shards):
@@ -273,12 +273,12 @@ def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> Page:
     return Page(window=window, total=s.total, entries=_entries(board, s, offset, stop), degraded=degraded)
 
 
-def board_range(board: BoardConfig, window: str, start: int, stop: int) -> list[Entry]:
-    return board_top(board, window, start, stop - start + 1).entries
+def board_range(board: BoardConfig, *, window: str, start: int, stop: int) -> list[Entry]:
+    return board_top(board, window=window, offset=start, limit=stop - start + 1).entries
 
 
 def player_standing(
-    board: BoardConfig, window: str, pk: int, around: int, *, reply: list[Any] | None = None
+    board: BoardConfig, *, window: str, pk: int, around: int, reply: list[Any] | None = None
 ) -> Standing:
     """`reply`: page.lua's answer already fetched for exactly these arguments (standing_reply)."""
     try:
@@ -345,7 +345,7 @@ def _friends_from_redis(
     return standings, profiles
 
 
-def friends_board(board: BoardConfig, window: str, pk: int) -> FriendsBoard:
+def friends_board(board: BoardConfig, *, window: str, pk: int) -> FriendsBoard:
     """The player and their friends with a score in the window, ordered as on the board."""
     members = [pk, *friend_pks(pk)]
     try:
@@ -377,14 +377,14 @@ def _standings(
     return _friends_from_redis(board, window, members)
 
 
-def board_size(board_id: int, window: str) -> int:
+def board_size(board_id: int, *, window: str) -> int:
     shards = index.shards_of(board_id)
     if index.fanout(shards):
         return sum(int(x) for x in index.batch([("zcard", k) for k in keys.shard_keys(board_id, window, shards)]))
     return get_redis().zcard(keys.board_key(board_id, window))
 
 
-def standings_of(board: BoardConfig, window: str, pks: list[int]) -> dict[int, Entry]:
+def standings_of(board: BoardConfig, *, window: str, pks: list[int]) -> dict[int, Entry]:
     """Where each of these players stands (those with a score in the window), as board reads
     rank them: one friends.lua round trip, or Postgres when Redis is down."""
     if not pks:

@@ -61,7 +61,7 @@ def demo_friends_create(*, config: GameConfig, seed: int = 1) -> int:
     index = {pk: i for i, pk in enumerate(pks)}
     near: set[int] = set()
     for board in config.boards.values():
-        standing = player_standing(board, "all", login, LOGIN_NEIGHBOURS)
+        standing = player_standing(board, window="all", pk=login, around=LOGIN_NEIGHBOURS)
         near.update(index[e.player_id] for e in standing.around if e.player_id in index)
     pairs = _friend_pairs(random.Random(seed), len(pks), near)
     with transaction.atomic():

@@ -74,7 +74,7 @@ def demo_boards_missing_in_redis() -> list[Board]:
     return [
         b
         for b in Board.objects.filter(game__slug=DEMO_SLUG)
-        if not board_size(b.id, "all") and PlayerValue.objects.filter(board=b, window="all").exists()
+        if not board_size(b.id, window="all") and PlayerValue.objects.filter(board=b, window="all").exists()
     ]
 
 

@@ -104,7 +104,7 @@ def may_read(request: HttpRequest, *, viewer_pk: int | None, pk: int) -> bool:
 
 
 def _live_card(cfg: BoardConfig, window: str, pk: int, me_pk: int | None) -> Card:
-    standing = selectors.player_standing(cfg, window, pk, AROUND)
+    standing = selectors.player_standing(cfg, window=window, pk=pk, around=AROUND)
     me = standing.me
     if me is None:
         name = player_names(pk)
@@ -148,7 +148,7 @@ def _friends(cfg: BoardConfig, window: str, freeze: WindowFreeze | None, me_pk: 
             Row(i + 1, s.player.external_id, s.player.display_name, s.value, board_rank=s.rank, me=s.player_id == me_pk)
             for i, s in enumerate(found)
         ]
-    board = selectors.friends_board(cfg, window, me_pk)
+    board = selectors.friends_board(cfg, window=window, pk=me_pk)
     return [
         Row(
             f.rank,
@@ -242,7 +242,7 @@ def _focus(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | No
     focus_id = (request.GET.get("player") or "").strip()[:64]
     if not focus_id:
         return None
-    pk = selectors.player_pk(cfg.game_id, focus_id)
+    pk = selectors.player_pk(cfg.game_id, external_id=focus_id)
     if pk is None:
         return Card(focus_id, "", None, None, None, total, [], hidden=False)
     focus = _frozen_card(where.freeze, pk, me_pk) if where.freeze else _live_card(cfg, where.window, pk, me_pk)
@@ -262,7 +262,9 @@ def _search(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | N
     if where.freeze is not None:
         standing = {s.player_id: (s.rank, s.value) for s in frozen.standings_of(where.freeze, player_pks=pks)}
     else:
-        standing = {pk: (e.rank, e.value) for pk, e in selectors.standings_of(cfg, where.window, pks).items()}
+        standing = {
+            pk: (e.rank, e.value) for pk, e in selectors.standings_of(cfg, window=where.window, pks=pks).items()
+        }
     hits = []
     for pk, ext, name in found.players:
         rank, score = standing.get(pk, (None, None))
@@ -293,7 +295,7 @@ def board_page_read(
             for s in standings
         ]
     else:
-        top = selectors.board_top(cfg, where.window, offset, PAGE_SIZE)
+        top = selectors.board_top(cfg, window=where.window, offset=offset, limit=PAGE_SIZE)
         total, degraded = top.total, top.degraded
         rows = [_row(e, me_pk) for e in top.entries]
 
@@ -307,7 +309,7 @@ def board_page_read(
         if page_no == 1:
             best = rows[0].score if rows else None
         else:
-            first = selectors.board_top(cfg, where.window, 0, 1).entries
+            first = selectors.board_top(cfg, window=where.window, offset=0, limit=1).entries
             best = first[0].value if first else None
         hist = histogram.histogram_read(cfg, where.window)
         chart = chart_build(hist, marker, cfg.order, best=best, fmt=cfg.format)
@@ -361,5 +363,5 @@ def _player_url(cfg: BoardConfig, external_id: str) -> str:
 
 
 def _focus_readable(request: HttpRequest, cfg: BoardConfig, me_pk: int | None, focus: Card) -> bool:
-    pk = selectors.player_pk(cfg.game_id, focus.player)
+    pk = selectors.player_pk(cfg.game_id, external_id=focus.player)
     return pk is not None and may_read(request, viewer_pk=me_pk, pk=pk)

@@ -99,7 +99,7 @@ def player_page_read(
     for cfg in boards:
         standings = []
         for kind, window in current[cfg.id]:
-            s = selectors.player_standing(cfg, window, pk, 0)
+            s = selectors.player_standing(cfg, window=window, pk=pk, around=0)
             me = s.me
             standings.append(
                 WindowStanding(

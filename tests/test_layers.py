@@ -87,3 +87,39 @@ def test_the_apps_import_each_other_without_cycles() -> None:
     for app in APPS:
         visit(app, [app])
     assert cycles == [], _app_imports()
+
+
+def _positional_after_first(path: Path, root: Path = ROOT) -> list[str]:
+    """Public functions of a services or selectors module that take more than one argument
+    by position."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return [
+        f"{path.relative_to(root)}:{node.lineno} {node.name}"
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and not node.name.startswith("_")
+        and len(node.args.posonlyargs + node.args.args) > 1
+    ]
+
+
+def _services_and_selectors() -> list[Path]:
+    return [
+        path
+        for app in APPS
+        for path in (ROOT / app).rglob("*.py")
+        if path.stem in ("services", "selectors") or path.parent.name in ("services", "selectors")
+    ]
+
+
+def test_services_and_selectors_take_keywords_after_the_first_argument() -> None:
+    """The HackSoft convention (docs/architecture.md): `board_top(board, window=..., offset=...)`,
+    so a call says what each argument is and a new parameter cannot shift the others."""
+    files = _services_and_selectors()
+    assert len(files) > 8
+    assert [f for path in files for f in _positional_after_first(path)] == []
+
+
+def test_the_keyword_rule_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "selectors.py"
+    bad.write_text("def good(a, *, b): ...\ndef bad(a, b): ...\ndef _private(a, b): ...\n")
+    assert [f.split()[-1] for f in _positional_after_first(bad, tmp_path)] == ["bad"]

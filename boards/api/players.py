@@ -48,7 +48,7 @@ class PlayerReadApi(APIView):
     def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated("sign the request, or send a player token (Authorization: Bearer ...)")
-        pk = selectors.player_pk(cfg.game_id, player_id_check(player))
+        pk = selectors.player_pk(cfg.game_id, external_id=player_id_check(player))
         if pk is None:
             raise NotFound(f"unknown player {player!r}", code="unknown_player")
         self.authorize(request, cfg.game_id, pk)
@@ -84,7 +84,7 @@ class PlayerStandingApi(PlayerReadApi):
         if cfg is None or cfg.game_id != user.game_id or index.fanout(cfg.shards):
             # a sharded board's read is one pipeline per node: the counters go on their own
             return None
-        if selectors.player_pk_cached(cfg.game_id, kw["player"]) != user.player_pk:
+        if selectors.player_pk_cached(cfg.game_id, external_id=kw["player"]) != user.player_pk:
             return None
         try:
             q = parsed_query(PlayerQuerySerializer, request)
@@ -109,7 +109,7 @@ class PlayerStandingApi(PlayerReadApi):
             return None
         cfg, window, pk, around = plan
         try:
-            reply = selectors.standing_reply(cfg, window, pk, around, counters, args)
+            reply = selectors.standing_reply(cfg, window=window, pk=pk, around=around, counters=counters, limits=args)
         except REDIS_DOWN:
             return None  # let through, as the throttle does; the read degrades to Postgres
         if len(reply) == 1:
@@ -131,7 +131,7 @@ class PlayerStandingApi(PlayerReadApi):
             cfg, q, window = board_window(game, board, request, PlayerQuerySerializer)
             pk = self.player_pk(request, cfg, player)
             around, reply = q["around"], None
-        standing = selectors.player_standing(cfg, window, pk, around, reply=reply)
+        standing = selectors.player_standing(cfg, window=window, pk=pk, around=around, reply=reply)
         me = standing.me
         body = {
             "game": game,
@@ -164,7 +164,7 @@ class FriendsBoardApi(PlayerReadApi):
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
         cfg, _, window = board_window(game, board, request)
         pk = self.player_pk(request, cfg, player)
-        friends = selectors.friends_board(cfg, window, pk)
+        friends = selectors.friends_board(cfg, window=window, pk=pk)
         body = {
             "game": game,
             "board": board,

@@ -78,7 +78,7 @@ class TopApi(APIView):
         shared = q["offset"] < self.SHARED_MAX_OFFSET
         content = self._cached(key, shared)
         if content is None:
-            page = selectors.board_top(cfg, window, q["offset"], q["limit"])
+            page = selectors.board_top(cfg, window=window, offset=q["offset"], limit=q["limit"])
             body = {
                 "game": game,
                 "board": board,

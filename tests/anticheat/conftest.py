@@ -46,7 +46,8 @@ def submit(server: SignedClient, match_id: str, results: list[dict], at: str = "
 def top(board: str, window: str = "all") -> list[tuple[str, int]]:
     """The board as Redis holds it now (the /top endpoint may serve a page up to 1 s old)."""
     return [
-        (e.external_id, e.value) for e in selectors.board_range(cached_board("arena", board_slug=board), window, 0, 100)
+        (e.external_id, e.value)
+        for e in selectors.board_range(cached_board("arena", board_slug=board), window=window, start=0, stop=100)
     ]
 
 

@@ -77,7 +77,7 @@ def test_void_hold_approve_match_the_reference(arena, gs, sent, ops) -> None:
         )
         for window in windows | {"all"}:
             want = ref.order(board.slug, window)
-            got = selectors.board_range(cached_board("arena", board_slug=board.slug), window, 0, 50)
+            got = selectors.board_range(cached_board("arena", board_slug=board.slug), window=window, start=0, stop=50)
             assert [e.external_id for e in got] == want, (board.slug, window)
             assert sum(index.index().zcard(k) for k in set_keys(board.id, window)) == len(want)
 

@@ -62,9 +62,9 @@ def test_the_demo_login_has_scores_everywhere_and_friends_around_it(demo_game: G
     assert windows
     friends = set(Friendship.objects.filter(player=login).values_list("friend_id", flat=True))
     for board in config.boards.values():
-        around = player_standing(board, "all", login.pk, LOGIN_NEIGHBOURS).around
+        around = player_standing(board, window="all", pk=login.pk, around=LOGIN_NEIGHBOURS).around
         assert {e.player_id for e in around} - {login.pk} <= friends, board.slug
-        assert len(friends_board(board, "all", login.pk).entries) >= 2 * LOGIN_NEIGHBOURS
+        assert len(friends_board(board, window="all", pk=login.pk).entries) >= 2 * LOGIN_NEIGHBOURS
 
 
 def test_passing_scores_take_the_mover_just_past() -> None:
@@ -118,7 +118,7 @@ def test_rivalry_matches_through_the_api_alternate_a_pass_and_a_climb_back(demo_
         return response.json()["entries"]
 
     def rank() -> int:
-        return player_standing(board, "all", login.pk, 0).me.rank
+        return player_standing(board, window="all", pk=login.pk, around=0).me.rank
 
     before = rank()
     body = rivalry.body(rng := random.Random(3), read)  # rating's turn

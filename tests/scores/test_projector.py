@@ -46,7 +46,8 @@ def value(board: str, player: str, window: str = "all") -> int | None:
 
 def on_board(board: str, window: str = "all") -> list[tuple[str, int]]:
     return [
-        (e.external_id, e.value) for e in selectors.board_range(cached_board("chess", board_slug=board), window, 0, 100)
+        (e.external_id, e.value)
+        for e in selectors.board_range(cached_board("chess", board_slug=board), window=window, start=0, stop=100)
     ]
 
 
@@ -132,9 +133,10 @@ def test_a_new_display_name_reaches_the_player_with_the_batch(server, game, defe
     batch_apply()
     submit(server, "m2", [{"player": "p1", "board": "rating", "score": 6, "display_name": "Anna"}])
     batch_apply()
-    assert [e.display_name for e in selectors.board_range(cached_board("chess", board_slug="rating"), "all", 0, 1)] == [
-        "Anna"
-    ]
+    assert [
+        e.display_name
+        for e in selectors.board_range(cached_board("chess", board_slug="rating"), window="all", start=0, stop=1)
+    ] == ["Anna"]
 
 
 def test_partitions_divide_players_and_a_busy_partition_is_skipped(server, game, deferred) -> None:

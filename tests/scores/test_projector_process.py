@@ -125,7 +125,8 @@ def test_a_projector_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     )
     assert totals == expected
     on_board = {
-        e.external_id: e.value for e in selectors.board_range(cached_board("chess", board_slug="points"), "all", 0, 100)
+        e.external_id: e.value
+        for e in selectors.board_range(cached_board("chess", board_slug="points"), window="all", start=0, stop=100)
     }
     assert on_board == expected
     assert settings.PROJECTOR_INLINE is False

@@ -181,6 +181,6 @@ def test_any_interleaving_with_crashes_and_voids_matches_the_reference(world, op
         windows = {w for b, w in ref.windows_with_values() if b == board.slug} | {"all"}
         for window in windows:
             want = ref.order(board.slug, window)
-            got = selectors.board_range(cached_board("prop", board_slug=board.slug), window, 0, 50)
+            got = selectors.board_range(cached_board("prop", board_slug=board.slug), window=window, start=0, stop=50)
             assert [e.external_id for e in got] == want, (board.slug, window)
             assert r.zcard(keys.board_key(board.id, window)) == len(want)

@@ -102,7 +102,9 @@ def test_service_matches_reference_model(world, ops) -> None:
     for board_slug, window in ref.windows_with_values():
         board = boards[board_slug]
         want = ref.order(board_slug, window)
-        in_redis = selectors.board_range(cached_board("prop", board_slug=board_slug), window, 0, len(want) + 5)
+        in_redis = selectors.board_range(
+            cached_board("prop", board_slug=board_slug), window=window, start=0, stop=len(want) + 5
+        )
         assert [e.external_id for e in in_redis] == want, (board_slug, window)
         assert [e.position for e in in_redis] == list(range(len(want)))
         assert r.zcard(keys.board_key(board.id, window)) == len(want)
@@ -127,8 +129,8 @@ def test_any_page_of_a_board_is_a_slice_of_the_full_order(world, offsets, data) 
     results = [{"player": f"p{i:02d}"[::-1], "board": "high", "score": o % 2} for i, o in enumerate(offsets)]
     server.post("/api/v1/games/prop/matches", {"match_id": "m", "ended_at": MOMENTS[0].isoformat(), "results": results})
     board = cached_board("prop", board_slug="high")
-    full = selectors.board_range(board, "all", 0, 100)
+    full = selectors.board_range(board, window="all", start=0, stop=100)
     start = data.draw(st.integers(min_value=0, max_value=len(full)))
     stop = data.draw(st.integers(min_value=start, max_value=len(full) + 2))
-    page = selectors.board_range(board, "all", start, stop)
+    page = selectors.board_range(board, window="all", start=start, stop=stop)
     assert page == full[start : stop + 1]

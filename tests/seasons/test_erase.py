@@ -38,7 +38,9 @@ def admin(transactional_db) -> Client:
 
 def top_players(window: str = "all") -> list[str]:
     """The board as Redis holds it now (/top may serve a page up to a second old)."""
-    return [e.external_id for e in board_range(cached_board("chess", board_slug="rating"), window, 0, 100)]
+    return [
+        e.external_id for e in board_range(cached_board("chess", board_slug="rating"), window=window, start=0, stop=100)
+    ]
 
 
 def test_scored_rows_cannot_be_deleted_by_a_cascade(day, game) -> None:
