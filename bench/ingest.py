@@ -17,8 +17,6 @@ Over 400 lines on purpose: the ingest scenarios and their durability and mirror 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import itertools
 import json
 import random
@@ -38,7 +36,7 @@ from bench import cpu, environment, loadgen, profiling
 from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.machine import machine_info, machine_line
-from bench.monitor import ServerMonitor
+from bench.monitor import ServerMonitor, run_load
 from bench.report import RESULTS_DIR, RunInfo, markdown_table, percentile, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess, background
 from bench.tally import Tally, load_figures, log_errors
@@ -262,23 +260,15 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         f"{server.name} / {scenario.name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {args.concurrency} connections"
     )
     monitor = ServerMonitor(ctx.env, server.pid, start_profile)
-    with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
-        result = runner.run(
-            loadgen.closed_loop(
-                loadgen.Load(
-                    host="127.0.0.1",
-                    port=server.port,
-                    warmup=args.warmup,
-                    seconds=args.seconds,
-                    make_request=lambda: scenario.request(factory),
-                    on_response=tally.judge,
-                    headers=headers,
-                    timeout=args.timeout,
-                    monitor=monitor,
-                ),
-                concurrency=args.concurrency,
-            )
-        )
+    result = run_load(
+        monitor,
+        args,
+        server.port,
+        lambda: scenario.request(factory),
+        tally.judge,
+        headers,
+        concurrency=args.concurrency,
+    )
     applied = wait_applied(ctx.pg)
     durable = check_durable(ctx.pg, ctx.game, tally.acked)
     mirrored = check_mirrored(ctx.pg, ctx.r, ctx.board)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import os
@@ -49,7 +48,7 @@ from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, r
 from bench.code import CodeTree
 from bench.machine import machine_info, machine_line
 from bench.memory import BoardShape, Values, load_board
-from bench.monitor import ServerMonitor
+from bench.monitor import ServerMonitor, run_load
 from bench.report import RESULTS_DIR, Laps, RunInfo, markdown_table, report_results, utc_stamp
 from bench.server import SERVERS, ServerProcess
 from bench.tally import Tally, load_figures, log_errors
@@ -385,6 +384,19 @@ def warm_caches(port: int, scenario: Scenario, concurrency: int) -> dict[str, An
     return {"requests": sum(statuses.values()), "seconds": round(seconds, 2), "statuses": dict(statuses)}
 
 
+def before_figures(cleared: int, warmed: dict[str, Any] | None, busy: float, waited: float) -> dict[str, Any]:
+    """How a read scenario's window began, as bench.reads and the suite both report it: the keys
+    clear_caches() removed, the warming reads (warm_caches(); None when the caches start cold),
+    the machine's busy share just before and the seconds spent waiting for it to be quiet (a
+    figure taken on a busy machine is suspect; a long wait says other work was running)."""
+    return {
+        "cache_keys_cleared_before": cleared,
+        "warmed": warmed,
+        "machine_busy_before": round(busy, 3),
+        "waited_for_quiet_seconds": round(waited, 1),
+    }
+
+
 SCENARIO_REQUESTS = {
     "bare": f"GET {BARE_PATH} (JsonResponse({{'ok': True}}), bench/django_overlay/bench_urls.py)",
     "top": f"GET .../top?limit={TOP_LIMIT}",
@@ -438,24 +450,16 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         f"{server.name} / {scenario.name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {args.concurrency} connections"
     )
     monitor = ServerMonitor(ctx.env, server.pid, start_profile, ctx.r)
-    with contextlib.closing(monitor), asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
-        result = runner.run(
-            loadgen.closed_loop(
-                loadgen.Load(
-                    host="127.0.0.1",
-                    port=server.port,
-                    warmup=args.warmup,
-                    seconds=args.seconds,
-                    make_request=scenario.request,
-                    on_response=tally.judge,
-                    headers=lambda req: req.context,
-                    timeout=args.timeout,
-                    monitor=monitor,
-                ),
-                concurrency=args.concurrency,
-                stagger=args.stagger,
-            )
-        )
+    result = run_load(
+        monitor,
+        args,
+        server.port,
+        scenario.request,
+        tally.judge,
+        lambda req: req.context,
+        concurrency=args.concurrency,
+        stagger=args.stagger,
+    )
     row: dict[str, Any] = {
         "server": server.name,
         "scenario": scenario.name,
@@ -466,16 +470,9 @@ def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dic
         **load_figures(result, tally),
         "degraded": tally.degraded,
         "caches": args.caches,
-        "cache_keys_cleared_before": cleared,
-        "warmed": warmed,
-        "machine_busy_before": round(busy_before, 3),
-        "waited_for_quiet_seconds": round(waited, 1),
-        "cpu_cores": monitor.cores,
-        "server_process_cores": monitor.cpu.server_processes,
-        "server_rss_bytes": monitor.server_rss_bytes,
+        **before_figures(cleared, warmed, busy_before, waited),
+        **monitor.figures(result.completed),
         "loadgen_cpu_seconds": round(monitor.loadgen_cpu_seconds, 3),
-        "postgres": monitor.report(result.completed),
-        "redis": monitor.redis_report(result.completed),
     }
     if "proc" in profile:
         row["profile"] = profiling.finish_recording(profile["proc"], profile["path"], ctx.env.code_dir)

@@ -45,7 +45,7 @@ from bench import server as server_module
 from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.machine import command_line, machine_info, machine_line
-from bench.monitor import ServerMonitor
+from bench.monitor import ServerMonitor, run_load
 from bench.report import RESULTS_DIR, Laps, latency_ms, markdown_table, ms, utc_stamp
 from bench.server import SERVERS, ServerProcess, background
 from bench.tally import Tally, load_figures, log_errors
@@ -212,24 +212,19 @@ def _measure_once(
     load = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
     environment.log(f"{name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {load}")
     monitor = ServerMonitor(run.env, srv.pid, r=run.r)
-    spec = loadgen.Load(
-        host="127.0.0.1",
-        port=srv.port,
-        warmup=args.warmup,
-        seconds=args.seconds,
-        make_request=make_request,
-        on_response=tally.judge,
-        headers=lambda req: req.context,
-        timeout=args.timeout,
-        monitor=monitor,
-    )
     lag = ingest.LagSampler(run.env.database_url) if submissions else contextlib.nullcontext()
-    with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
-        if rate:
-            result = runner.run(loadgen.open_loop(spec, rate=rate))
-        else:
-            assert concurrency is not None
-            result = runner.run(loadgen.closed_loop(spec, concurrency=concurrency, stagger=args.stagger))
+    result = run_load(
+        monitor,
+        args,
+        srv.port,
+        make_request,
+        tally.judge,
+        lambda req: req.context,
+        concurrency=concurrency,
+        stagger=args.stagger,
+        rate=rate,
+        beside=lag,
+    )
     seconds = result.measured_seconds
     detail: dict[str, Any] = {
         "scenario": name,
@@ -242,15 +237,8 @@ def _measure_once(
         "requests_by_tag": {tag: len(v) for tag, v in sorted(result.latencies_by_tag.items())},
         "degraded": tally.degraded,
         "max_send_lag_ms": ms(result.max_send_lag) if rate else None,
-        "cache_keys_cleared_before": cleared,
-        "warmed": warmed,
-        "machine_busy_before": round(busy_before, 3),
-        "waited_for_quiet_seconds": round(waited, 1),
-        "cpu_cores": monitor.cores,
-        "server_process_cores": monitor.cpu.server_processes,
-        "server_rss_bytes": monitor.server_rss_bytes,
-        "postgres": monitor.report(result.completed),
-        "redis": monitor.redis_report(result.completed),
+        **reads.before_figures(cleared, warmed, busy_before, waited),
+        **monitor.figures(result.completed),
         "server_command": srv.command,
     }
     if submissions:
