@@ -23,7 +23,8 @@ PREPARED_UP_TO = 20  # results in a submission whose statement runs prepared
 
 class PlayerRace(Exception):
     """A player the statement needed was created by a concurrent request that committed after
-    the statement's snapshot: neither inserted nor seen. Rare; the whole store runs again."""
+    the statement's snapshot: neither inserted nor seen. The store runs again with
+    `players_first`, which cannot race (see _PLAYERS)."""
 
 
 def _windows_of(config: GameConfig, items: list[tuple[int, MatchIn, str]]) -> dict[str, set[tuple[int, str]]]:
@@ -122,9 +123,29 @@ SELECT
 """
 
 
+# The players of a submission on their own, before _APPEND, when it raced (PlayerRace). Where a
+# concurrent request inserted one of them and had not committed, this INSERT waits for it; by
+# the time it returns every player is visible to the next statement's snapshot, or is this
+# transaction's own. Under the same shared ingest lock, taken first as _APPEND takes it.
+_PLAYERS = """
+WITH lk AS (SELECT pg_advisory_xact_lock_shared(%(lock_ns)s, %(game)s::int) AS locked)
+INSERT INTO scores_player (game_id, external_id, display_name, created_at)
+SELECT %(game)s, u.p, u.name, now() FROM lk, unnest(%(p)s::text[], %(pn)s::text[]) AS u(p, name)
+ORDER BY u.p
+ON CONFLICT (game_id, external_id) DO NOTHING
+"""
+
+
 def append(
-    config: GameConfig, server_key: ServerKey | None, items: list[tuple[int, MatchIn, str]], history_boards: set[int]
+    config: GameConfig,
+    server_key: ServerKey | None,
+    items: list[tuple[int, MatchIn, str]],
+    history_boards: set[int],
+    *,
+    players_first: bool = False,
 ) -> _Appended:
+    """Make a submission's new matches durable in one statement (_APPEND); `players_first`: insert
+    its players in a statement of their own before (the retry after a PlayerRace)."""
     boards = config.boards
     names: dict[str, str] = {}
     results = []
@@ -158,6 +179,9 @@ def append(
         "cb": pgarrays.ints(b for b, _ in pairs),
         "cw": pgarrays.texts(w for _, w in pairs),
     }
+    if players_first:
+        with connection.cursor() as cur:
+            cur.execute(_PLAYERS, {k: params[k] for k in ("lock_ns", "game", "p", "pn")})
     try:
         # no savepoint of its own: a failure here fails the whole submission's transaction
         # prepared for a small submission only (scores/sql.py): a batch is planned for its size

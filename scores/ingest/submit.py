@@ -53,14 +53,14 @@ def matches_submit(
             candidates[match.match_id] = item
     firsts = dict(candidates)  # what a repeat inside the batch is judged against
     if candidates:
-        for attempt in range(2):
-            try:
-                with transaction.atomic():
-                    _store(config, server_key, candidates, outcomes, now)
-                break
-            except PlayerRace:
-                if attempt:
-                    raise
+        try:
+            with transaction.atomic():
+                _store(config, server_key, candidates, outcomes, now)
+        except PlayerRace:
+            # a concurrent request created one of the players meanwhile: again, players first,
+            # which cannot race
+            with transaction.atomic():
+                _store(config, server_key, candidates, outcomes, now, players_first=True)
     for i, match, digest in repeats:
         first = firsts[match.match_id]
         first_outcome = outcomes[first[0]]
@@ -77,10 +77,12 @@ def _store(
     candidates: dict[str, tuple[int, MatchIn, str]],
     outcomes: list[MatchOutcome | None],
     now: datetime,
+    *,
+    players_first: bool = False,
 ) -> None:
     """The transaction: append, judge the new matches, settle rejects and holds."""
     items = sorted(candidates.values(), key=lambda it: it[1].match_id)  # one lock order for all
-    appended = append(config, server_key, items, checks.history_boards(config))
+    appended = append(config, server_key, items, checks.history_boards(config), players_first=players_first)
     stored = appended.old
     missing = [mid for mid in candidates if mid not in appended.new and mid not in stored]
     if missing:  # inserted by a request that committed after the statement's snapshot
