@@ -48,7 +48,7 @@ class SampleReport:
 def index_sample_check(*, per_window: int = SAMPLE, now: datetime | None = None) -> SampleReport:
     now = now or timezone.now()
     report = SampleReport()
-    for board in histogram._boards():
+    for board in histogram.all_boards():
         for window in histogram.refreshed_windows(board, now):
             if window in ROLLING_WINDOWS:
                 continue  # no value rows: rebuilt whole every minute (boards/rolling.py)

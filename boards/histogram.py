@@ -236,7 +236,7 @@ def refreshed_windows(board: BoardConfig, now: datetime) -> list[str]:
     return list(dict.fromkeys(windows.windows_for(now, board.reset_timezone, plain, board.seasons) + rolling))
 
 
-def _boards() -> list[BoardConfig]:
+def all_boards() -> list[BoardConfig]:
     found: list[BoardConfig] = []
     for slug in Game.objects.order_by("id").values_list("slug", flat=True):
         config = cached_game_config(slug)
@@ -250,7 +250,7 @@ def histograms_refresh(now: datetime | None = None, *, boards: Iterable[BoardCon
     whose histogram is older than MAX_AGE); keep the others alive."""
     started = time.monotonic()
     now = now or timezone.now()
-    targets = [(b, w) for b in (_boards() if boards is None else boards) for w in refreshed_windows(b, now)]
+    targets = [(b, w) for b in (all_boards() if boards is None else boards) for w in refreshed_windows(b, now)]
     report = HistogramReport(windows=len(targets))
     if not targets:
         return report

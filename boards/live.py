@@ -332,7 +332,7 @@ def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int,
     shared = board.rank_display == "shared"
     for i in range(0, len(pks), STANDINGS_CHUNK):
         # the friends board's reader: the same positions the HTTP reads give
-        found, profiles = selectors._standings(board, window, pks[i : i + STANDINGS_CHUNK])
+        found, profiles = selectors.member_standings(board, window=window, members=pks[i : i + STANDINGS_CHUNK])
         for pk, (encoded, position, better) in found.items():
             p = profiles[pk]
             rank = better + 1 if shared else position + 1

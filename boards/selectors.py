@@ -137,7 +137,7 @@ def friends_cache_forget(player_ids: list[int]) -> None:
     cache.delete_many([f"friends:{pk}" for pk in player_ids])
 
 
-def _profiles(board: BoardConfig, window: str, members: dict[int, int]) -> dict[int, Profile]:
+def profiles_of(board: BoardConfig, *, window: str, members: dict[int, int]) -> dict[int, Profile]:
     """Profiles for a page at once: the shared cache first, one Postgres query for the rest.
 
     Cache keys include the encoded score, so a new value (with new metadata) is a new key."""
@@ -191,7 +191,9 @@ def _entries(board: BoardConfig, s: _Slice, start: int, stop: int) -> list[Entry
     ]
 
 
-def _unknown_members(board: BoardConfig, window: str, members: Iterable[int], profiles: dict[int, Profile]) -> None:
+def unknown_members_warn(
+    board: BoardConfig, *, window: str, members: Iterable[int], profiles: dict[int, Profile]
+) -> None:
     """Members of a sorted set with no player row are skipped by every read (they still hold
     their place, so the ranks around them stay Redis' ranks). The index lost sync with the
     durable store (a player deleted outside the service); a rebuild removes them."""
@@ -212,9 +214,9 @@ def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
     for flat in (page, edges):
         for i in range(0, len(flat), 2):
             members[int(flat[i])] = int(float(flat[i + 1]))
-    profiles = _profiles(board, window, members) if members else {}
-    _unknown_members(board, window, members, profiles)
-    rows = sorted(members.items(), key=lambda kv: (-kv[1], _id_bytes(profiles, kv[0])))
+    profiles = profiles_of(board, window=window, members=members) if members else {}
+    unknown_members_warn(board, window=window, members=members, profiles=profiles)
+    rows = sorted(members.items(), key=lambda kv: (-kv[1], id_bytes(profiles, pk=kv[0])))
     return _Slice(
         total=int(total),
         start=int(above_first),
@@ -224,7 +226,7 @@ def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
     )
 
 
-def _id_bytes(profiles: dict[int, Profile], pk: int) -> bytes:
+def id_bytes(profiles: dict[int, Profile], *, pk: int) -> bytes:
     """The contract's last tie-break: player id bytes (a member without a row sorts first of
     its group; it is never shown)."""
     profile = profiles.get(pk)
@@ -333,14 +335,14 @@ def _friends_from_redis(
     for encoded, _, _, group in found.values():
         for g in group:
             wanted.setdefault(g, encoded)
-    profiles = _profiles(board, window, wanted) if wanted else {}
-    _unknown_members(board, window, wanted, profiles)
+    profiles = profiles_of(board, window=window, members=wanted) if wanted else {}
+    unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
     standings = {}
     for m, (encoded, above, better, group) in found.items():
         if m not in profiles:
             continue
         mine = profiles[m].external_id.encode()
-        tied_before = sum(1 for g in group if _id_bytes(profiles, g) < mine)
+        tied_before = sum(1 for g in group if id_bytes(profiles, pk=g) < mine)
         standings[m] = (encoded, above + tied_before, better)
     return standings, profiles
 
@@ -349,7 +351,7 @@ def friends_board(board: BoardConfig, *, window: str, pk: int) -> FriendsBoard:
     """The player and their friends with a score in the window, ordered as on the board."""
     members = [pk, *friend_pks(pk)]
     try:
-        standings, profiles = _standings(board, window, members)
+        standings, profiles = member_standings(board, window=window, members=members)
         degraded = False
     except REDIS_DOWN:
         standings, profiles = selectors.durable_standings(board, window=window, pks=members)
@@ -369,8 +371,8 @@ def friends_board(board: BoardConfig, *, window: str, pk: int) -> FriendsBoard:
     return FriendsBoard(window, out, degraded)
 
 
-def _standings(
-    board: BoardConfig, window: str, members: list[int]
+def member_standings(
+    board: BoardConfig, *, window: str, members: list[int]
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
     if index.fanout(board.shards):
         return sharded.standings(board, window, members)
@@ -390,7 +392,7 @@ def standings_of(board: BoardConfig, *, window: str, pks: list[int]) -> dict[int
     if not pks:
         return {}
     try:
-        standings, profiles = _standings(board, window, pks)
+        standings, profiles = member_standings(board, window=window, members=pks)
     except REDIS_DOWN:
         standings, profiles = selectors.durable_standings(board, window=window, pks=pks)
     shared = board.rank_display == "shared"

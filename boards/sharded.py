@@ -44,9 +44,9 @@ def _marker() -> tuple:
 
 
 def _order(board: BoardConfig, window: str, members: dict[int, int]) -> tuple[list[tuple[int, int]], dict]:
-    profiles = sel._profiles(board, window, members) if members else {}
-    sel._unknown_members(board, window, members, profiles)
-    rows = sorted(members.items(), key=lambda kv: (-kv[1], sel._id_bytes(profiles, kv[0])))
+    profiles = sel.profiles_of(board, window=window, members=members) if members else {}
+    sel.unknown_members_warn(board, window=window, members=members, profiles=profiles)
+    rows = sorted(members.items(), key=lambda kv: (-kv[1], sel.id_bytes(profiles, pk=kv[0])))
     return rows, profiles
 
 
@@ -122,7 +122,7 @@ def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> se
 def _estimated(
     board: BoardConfig, window: str, pk: int, encoded: int, total: int, rank: int, error: int
 ) -> sel.Standing:
-    profiles = sel._profiles(board, window, {pk: encoded})
+    profiles = sel.profiles_of(board, window=window, members={pk: encoded})
     if pk not in profiles:
         return sel.Standing(window, total, None, None, [])
     rank = max(1, min(rank, total))
@@ -147,11 +147,11 @@ def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, 
         down.update(_flat(d))
         down.update(_flat(d_edge))
     members = {**up, **down, **dict.fromkeys(equal, encoded)}
-    profiles = sel._profiles(board, window, members)
-    sel._unknown_members(board, window, members, profiles)
+    profiles = sel.profiles_of(board, window=window, members=members)
+    sel.unknown_members_warn(board, window=window, members=members, profiles=profiles)
     if pk not in profiles:  # ranked in Redis, but no player row: as a player without a score
         return sel.Standing(window, total, None, None, [])
-    key = lambda kv: (-kv[1], sel._id_bytes(profiles, kv[0]))  # noqa: E731
+    key = lambda kv: (-kv[1], sel.id_bytes(profiles, pk=kv[0]))  # noqa: E731
     ties = sorted(((m, encoded) for m in equal), key=key)
     mine = next(i for i, (m, _) in enumerate(ties) if m == pk)
     position = above + mine
@@ -215,13 +215,13 @@ def standings(
     for s, group in ties.items():
         for m in group:
             wanted.setdefault(m, s)
-    profiles = sel._profiles(board, window, wanted)
-    sel._unknown_members(board, window, wanted, profiles)
+    profiles = sel.profiles_of(board, window=window, members=wanted)
+    sel.unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
     out = {}
     for m, e in found.items():
         if m not in profiles:
             continue
         mine = profiles[m].external_id.encode()
-        tied_before = sum(1 for g in ties[e] if g != m and sel._id_bytes(profiles, g) < mine)
+        tied_before = sum(1 for g in ties[e] if g != m and sel.id_bytes(profiles, pk=g) < mine)
         out[m] = (e, above[e] + tied_before, better[e])
     return out, profiles
