@@ -5,6 +5,7 @@ retry inserts the players first, which cannot race, so the submission never answ
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import psycopg
@@ -32,9 +33,9 @@ def _someone_waits_on_a_lock() -> bool:
     return n > 0
 
 
-def _append_while_another_request_creates(game, *, players_first: bool) -> tuple[BaseException | None, int]:
-    """Another transaction inserts player "racer" and holds its commit; our append runs (in a
-    thread: it waits on that insert), then the other commits. Returns what our append raised
+def _while_another_request_creates_racer(game, ours: Callable[[], object]) -> tuple[object, int]:
+    """Another transaction inserts player "racer" and holds its commit; ours() runs in a thread
+    (it waits on that insert), then the other commits. Returns what ours() returned or raised,
     and the other's player pk."""
     other = psycopg.connect(_dsn())
     (racer_pk,) = other.execute(
@@ -42,69 +43,59 @@ def _append_while_another_request_creates(game, *, players_first: bool) -> tuple
         "VALUES (%s, 'racer', '', now()) RETURNING id",
         [game.id],
     ).fetchone()
-    config = cached_game_config(game.slug)
-    match = MatchIn("race-1", datetime(2026, 11, 28, 12, tzinfo=UTC), (ResultIn("racer", "rating", 42),))
-    raised: list[BaseException] = []
+    outcome: list[object] = []
 
-    def ours() -> None:
+    def run() -> None:
         try:
-            with transaction.atomic():
-                append(config, None, [(0, match, match.body_hash())], set(), players_first=players_first)
+            outcome.append(ours())
         except BaseException as exc:  # noqa: BLE001  (handed to the test thread)
-            raised.append(exc)
+            outcome.append(exc)
         finally:
             connection.close()
 
-    thread = threading.Thread(target=ours)
+    thread = threading.Thread(target=run)
     thread.start()
     try:
-        until(_someone_waits_on_a_lock, "our append waiting on the other insert", every=0.01)
+        until(_someone_waits_on_a_lock, "ours waiting on the other insert", every=0.01)
     finally:
         other.commit()
         other.close()
     thread.join(timeout=30)
     assert not thread.is_alive()
-    return (raised[0] if raised else None), racer_pk
+    return outcome[0], racer_pk
+
+
+def _append(game, *, players_first: bool) -> tuple[object, int]:
+    config = cached_game_config(game.slug)
+    match = MatchIn("race-1", datetime(2026, 11, 28, 12, tzinfo=UTC), (ResultIn("racer", "rating", 42),))
+
+    def ours() -> None:
+        with transaction.atomic():
+            append(config, None, [(0, match, match.body_hash())], set(), players_first=players_first)
+
+    return _while_another_request_creates_racer(game, ours)
 
 
 def test_the_one_statement_append_cannot_see_a_player_committed_meanwhile(game) -> None:
-    raised, _ = _append_while_another_request_creates(game, players_first=False)
+    raised, _ = _append(game, players_first=False)
     assert isinstance(raised, PlayerRace)
 
 
 def test_players_first_finds_the_player_the_other_request_created(game) -> None:
-    raised, racer_pk = _append_while_another_request_creates(game, players_first=True)
+    raised, racer_pk = _append(game, players_first=True)
     assert raised is None
     assert list(Result.objects.filter(match__match_id="race-1").values_list("player_id", "score")) == [(racer_pk, 42)]
 
 
 def test_a_submission_that_races_answers_201(game, server) -> None:
     """The whole request: the race, then the retry, then 201 (not 500)."""
-    other = psycopg.connect(_dsn())
-    other.execute(
-        "INSERT INTO scores_player (game_id, external_id, display_name, created_at) VALUES (%s, 'racer', '', now())",
-        [game.id],
+    body = {
+        "match_id": "race-2",
+        "ended_at": "2026-11-28T12:00:00Z",
+        "results": [{"player": "racer", "board": "rating", "score": 7}],
+    }
+    status, racer_pk = _while_another_request_creates_racer(
+        game, lambda: server.post("/api/v1/games/chess/matches", body).status_code
     )
-    answer: list[int] = []
-
-    def submit() -> None:
-        try:
-            body = {
-                "match_id": "race-2",
-                "ended_at": "2026-11-28T12:00:00Z",
-                "results": [{"player": "racer", "board": "rating", "score": 7}],
-            }
-            answer.append(server.post("/api/v1/games/chess/matches", body).status_code)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=submit)
-    thread.start()
-    try:
-        until(_someone_waits_on_a_lock, "the submission waiting on the other insert", every=0.01)
-    finally:
-        other.commit()
-        other.close()
-    thread.join(timeout=30)
-    assert answer == [201]
-    assert Result.objects.filter(match__match_id="race-2", player__external_id="racer", score=7).exists()
+    assert status == 201
+    assert list(Result.objects.filter(match__match_id="race-2").values_list("player_id", "score")) == [(racer_pk, 7)]
