@@ -39,6 +39,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from boards import keys, selectors
+from boards.profiles import friend_pks
 from boards.redis import REDIS_DOWN, get_redis, log_unavailable
 from boards.scripts import script
 from scores import encoding, windows
@@ -341,7 +342,7 @@ def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int,
 
 
 def friends_of(pk: int) -> list[int]:
-    return selectors.friend_pks(pk)
+    return friend_pks(pk)
 
 
 def rank_text(me: Standing | None) -> str:

@@ -6,7 +6,8 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from boards import live, selectors, services
+from boards import live, services
+from boards.profiles import friends_cache_forget
 from boards.redis import REDIS_DOWN, log_unavailable
 from scores.models import Board
 from scores.selectors import config_cache_clear
@@ -25,7 +26,7 @@ def mirror_accepted_scores(
 
 @receiver(friends_changed, dispatch_uid="boards.forget_cached_friends")
 def forget_cached_friends(sender: Any, player_ids: list[int], **kwargs: Any) -> None:
-    selectors.friends_cache_forget(player_ids)
+    friends_cache_forget(player_ids)
 
 
 @receiver(values_rewritten, dispatch_uid="boards.rewrite_moderated_values")

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.cache import cache
-
 from boards import index, keys, sharded
+from boards.profiles import friend_pks, profiles_of
 from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
 from boards.scripts import script
 from scores import encoding, selectors
@@ -29,23 +27,6 @@ from scores.selectors import BoardConfig, DurableSlice, Profile
 log = logging.getLogger(__name__)
 
 GROUP_CAP = 10_000  # members fetched per group of identical scores (see docs/reads.md)
-PROFILE_TTL = 270  # seconds a profile stays in the shared cache
-LOCAL_PROFILE_TTL = 30  # ...and then in a process: a display name may lag a change by both, 5 minutes
-LOCAL_PROFILES_MAX = 50_000  # profiles a process keeps (a few hundred bytes each)
-LOCAL_PLAYER_IDS_MAX = 100_000
-PLAYER_ID_TTL = 24 * 3600
-FRIENDS_TTL = 60
-
-# Per-process caches in front of the shared one: a hot player's rank read then needs no cache
-# round trip at all. Bounded; emptied whole when full (cheaper than LRU bookkeeping per read).
-_local_player_ids: dict[tuple[int, str], int] = {}
-_local_profiles: dict[str, tuple[float, Profile]] = {}
-
-
-def local_caches_clear() -> None:
-    """Forget what this process cached (tests that reuse primary keys call it)."""
-    _local_player_ids.clear()
-    _local_profiles.clear()
 
 
 @dataclass(frozen=True)
@@ -96,81 +77,6 @@ class _Slice:
     rows: list[tuple[int, int]]  # (pk, encoded)
     better: dict[int, int]
     profiles: dict[int, Profile]
-
-
-# --- cached lookups -----------------------------------------------------------------------
-
-
-def player_pk(game_id: int, *, external_id: str) -> int | None:
-    """A player's primary key (immutable once created, so cached long)."""
-    pk = _local_player_ids.get((game_id, external_id))
-    if pk is not None:
-        return pk
-    key = f"pid:{game_id}:{external_id}"
-    pk = cache.get(key)
-    if pk is None:
-        pk = selectors.player_pk(game_id, external_id=external_id)
-        if pk is not None:
-            cache.set(key, pk, PLAYER_ID_TTL)
-    if pk is not None:
-        if len(_local_player_ids) >= LOCAL_PLAYER_IDS_MAX:
-            _local_player_ids.clear()
-        _local_player_ids[(game_id, external_id)] = pk
-    return pk
-
-
-def player_pk_cached(game_id: int, *, external_id: str) -> int | None:
-    """player_pk if this process already knows it, else None (no cache or database read)."""
-    return _local_player_ids.get((game_id, external_id))
-
-
-def friend_pks(pk: int) -> list[int]:
-    key = f"friends:{pk}"
-    found = cache.get(key)
-    if found is None:
-        found = selectors.friend_pks(pk)
-        cache.set(key, found, FRIENDS_TTL)
-    return found
-
-
-def friends_cache_forget(player_ids: list[int]) -> None:
-    cache.delete_many([f"friends:{pk}" for pk in player_ids])
-
-
-def profiles_of(board: BoardConfig, *, window: str, members: dict[int, int]) -> dict[int, Profile]:
-    """Profiles for a page at once: the shared cache first, one Postgres query for the rest.
-
-    Cache keys include the encoded score, so a new value (with new metadata) is a new key."""
-    cache_keys = {pk: f"pv:{board.id}:{window}:{pk}:{encoded}" for pk, encoded in members.items()}
-    now = time.monotonic()
-    found: dict[int, Profile] = {}
-    remote: dict[int, str] = {}
-    for pk, k in cache_keys.items():
-        hit = _local_profiles.get(k)
-        if hit is not None and now - hit[0] < LOCAL_PROFILE_TTL:
-            found[pk] = hit[1]
-        else:
-            remote[pk] = k
-    if not remote:
-        return found
-    cached = cache.get_many(list(remote.values()))
-    if len(_local_profiles) + len(remote) > LOCAL_PROFILES_MAX:
-        _local_profiles.clear()
-    for pk, k in remote.items():
-        if k in cached:
-            found[pk] = cached[k]
-            _local_profiles[k] = (now, cached[k])
-    missing = [pk for pk in members if pk not in found]
-    if missing:
-        loaded = selectors.profiles(board.id, window=window, pks=missing)
-        found.update(loaded)
-        # a profile whose value Postgres has moved on from is not cached under the old score;
-        # rolling windows have no value row (encoded None) and are cached as they are
-        fresh = {cache_keys[pk]: p for pk, p in loaded.items() if p.encoded in (members[pk], None)}
-        cache.set_many(fresh, timeout=PROFILE_TTL)
-        for k, p in fresh.items():
-            _local_profiles[k] = (now, p)
-    return found
 
 
 # --- assembling entries -------------------------------------------------------------------

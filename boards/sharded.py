@@ -27,6 +27,7 @@ from typing import Any
 
 from boards import histogram, index, keys
 from boards import selectors as sel
+from boards.profiles import profiles_of
 from scores import encoding
 from scores.selectors import BoardConfig, Profile
 
@@ -44,7 +45,7 @@ def _marker() -> tuple:
 
 
 def _order(board: BoardConfig, window: str, members: dict[int, int]) -> tuple[list[tuple[int, int]], dict]:
-    profiles = sel.profiles_of(board, window=window, members=members) if members else {}
+    profiles = profiles_of(board, window=window, members=members) if members else {}
     sel.unknown_members_warn(board, window=window, members=members, profiles=profiles)
     rows = sorted(members.items(), key=lambda kv: (-kv[1], sel.id_bytes(profiles, pk=kv[0])))
     return rows, profiles
@@ -122,7 +123,7 @@ def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> se
 def _estimated(
     board: BoardConfig, window: str, pk: int, encoded: int, total: int, rank: int, error: int
 ) -> sel.Standing:
-    profiles = sel.profiles_of(board, window=window, members={pk: encoded})
+    profiles = profiles_of(board, window=window, members={pk: encoded})
     if pk not in profiles:
         return sel.Standing(window, total, None, None, [])
     rank = max(1, min(rank, total))
@@ -147,7 +148,7 @@ def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, 
         down.update(_flat(d))
         down.update(_flat(d_edge))
     members = {**up, **down, **dict.fromkeys(equal, encoded)}
-    profiles = sel.profiles_of(board, window=window, members=members)
+    profiles = profiles_of(board, window=window, members=members)
     sel.unknown_members_warn(board, window=window, members=members, profiles=profiles)
     if pk not in profiles:  # ranked in Redis, but no player row: as a player without a score
         return sel.Standing(window, total, None, None, [])
@@ -215,7 +216,7 @@ def standings(
     for s, group in ties.items():
         for m in group:
             wanted.setdefault(m, s)
-    profiles = sel.profiles_of(board, window=window, members=wanted)
+    profiles = profiles_of(board, window=window, members=wanted)
     sel.unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
     out = {}
     for m, e in found.items():

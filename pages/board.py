@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from boards import histogram, selectors
+from boards.profiles import friend_pks, player_pk
 from pages.chart import Chart, chart_build
 from pages.periods import Reset, reset_of, window_dates, window_label
 from pages.where import Where, past_windows
@@ -100,7 +101,7 @@ def may_read(request: HttpRequest, *, viewer_pk: int | None, pk: int) -> bool:
     """The API's rule for reading one player (boards.api.PlayerReadApi): staff, the player, a friend."""
     if getattr(request.user, "is_staff", False) or viewer_pk == pk:
         return True
-    return viewer_pk is not None and viewer_pk in selectors.friend_pks(pk)
+    return viewer_pk is not None and viewer_pk in friend_pks(pk)
 
 
 def _live_card(cfg: BoardConfig, window: str, pk: int, me_pk: int | None) -> Card:
@@ -143,7 +144,7 @@ def _frozen_card(freeze: WindowFreeze, pk: int, me_pk: int | None) -> Card:
 
 def _friends(cfg: BoardConfig, window: str, freeze: WindowFreeze | None, me_pk: int) -> list[Row]:
     if freeze is not None:
-        found = frozen.standings_of(freeze, player_pks=[me_pk, *selectors.friend_pks(me_pk)])
+        found = frozen.standings_of(freeze, player_pks=[me_pk, *friend_pks(me_pk)])
         return [
             Row(i + 1, s.player.external_id, s.player.display_name, s.value, board_rank=s.rank, me=s.player_id == me_pk)
             for i, s in enumerate(found)
@@ -242,7 +243,7 @@ def _focus(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | No
     focus_id = (request.GET.get("player") or "").strip()[:64]
     if not focus_id:
         return None
-    pk = selectors.player_pk(cfg.game_id, external_id=focus_id)
+    pk = player_pk(cfg.game_id, external_id=focus_id)
     if pk is None:
         return Card(focus_id, "", None, None, None, total, [], hidden=False)
     focus = _frozen_card(where.freeze, pk, me_pk) if where.freeze else _live_card(cfg, where.window, pk, me_pk)
@@ -363,5 +364,5 @@ def _player_url(cfg: BoardConfig, external_id: str) -> str:
 
 
 def _focus_readable(request: HttpRequest, cfg: BoardConfig, me_pk: int | None, focus: Card) -> bool:
-    pk = selectors.player_pk(cfg.game_id, external_id=focus.player)
+    pk = player_pk(cfg.game_id, external_id=focus.player)
     return pk is not None and may_read(request, viewer_pk=me_pk, pk=pk)

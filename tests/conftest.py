@@ -13,8 +13,8 @@ from redis.cluster import RedisCluster
 from boards import index, keys
 from boards.api import TopApi
 from boards.breaker import breakers_reset
+from boards.profiles import local_caches_clear
 from boards.redis import get_redis
-from boards.selectors import local_caches_clear
 from scores.auth import sign
 from scores.models import Board
 from scores.selectors import config_cache_clear

@@ -28,6 +28,7 @@ from boards.api.common import (
     parsed_query,
     resolved_window,
 )
+from boards.profiles import friend_pks, player_pk, player_pk_cached
 from boards.redis import REDIS_DOWN
 from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import NotFound
@@ -48,7 +49,7 @@ class PlayerReadApi(APIView):
     def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
         if request.user is None or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated("sign the request, or send a player token (Authorization: Bearer ...)")
-        pk = selectors.player_pk(cfg.game_id, external_id=player_id_check(player))
+        pk = player_pk(cfg.game_id, external_id=player_id_check(player))
         if pk is None:
             raise NotFound(f"unknown player {player!r}", code="unknown_player")
         self.authorize(request, cfg.game_id, pk)
@@ -62,7 +63,7 @@ class PlayerReadApi(APIView):
                 raise exceptions.PermissionDenied("this key belongs to another game")
             return
         if isinstance(user, PlayerPrincipal):
-            if user.game_id == game_id and (user.player_pk == pk or user.player_pk in selectors.friend_pks(pk)):
+            if user.game_id == game_id and (user.player_pk == pk or user.player_pk in friend_pks(pk)):
                 return
             raise exceptions.PermissionDenied("players may read only themselves and their friends")
         if getattr(user, "is_staff", False):
@@ -84,7 +85,7 @@ class PlayerStandingApi(PlayerReadApi):
         if cfg is None or cfg.game_id != user.game_id or index.fanout(cfg.shards):
             # a sharded board's read is one pipeline per node: the counters go on their own
             return None
-        if selectors.player_pk_cached(cfg.game_id, external_id=kw["player"]) != user.player_pk:
+        if player_pk_cached(cfg.game_id, external_id=kw["player"]) != user.player_pk:
             return None
         try:
             q = parsed_query(PlayerQuerySerializer, request)

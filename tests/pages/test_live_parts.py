@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from boards.selectors import local_caches_clear
+from boards.profiles import local_caches_clear
 from tests.boards.conftest import submit
 from tests.pages.conftest import BOARD, signed_in
 from tests.pages.test_board_pages import rows
