@@ -10,8 +10,6 @@
 2. Rebuild: COPYs N players and N scores_playervalue rows (window `all`, the same values) into
    the bench database, then times boards.services.boards_rebuild(boards=[board]) in a
    configured Django, with a breakdown by phase, and checks the rebuilt sorted set.
-
-Over 400 lines on purpose: memory per member and the rebuild, which share the loaded data.
 """
 
 from __future__ import annotations

@@ -18,6 +18,10 @@ The database named in DATABASE_URL is created when missing.
 Standard library only, so it runs before the virtualenv exists (``clean``, ``stop``) and can be
 imported by tests (``from scripts.services import redis_server_binary``).
 
+Over 400 lines on purpose: one file, because it must run with no virtualenv and no package on
+the path (``python scripts/services.py``); Postgres, Redis, the test slots and the secrets each
+have their own section. The project-local Redis Cluster is in ``scripts/cluster.py``.
+
 Command line::
 
     python scripts/services.py exec [--for-tests] -- CMD [ARG...]   # run CMD with the env set
