@@ -24,7 +24,7 @@ PREPARED_UP_TO = 20  # results in a submission whose statement runs prepared
 class PlayerRace(Exception):
     """A player the statement needed was created by a concurrent request that committed after
     the statement's snapshot: neither inserted nor seen. The store runs again with
-    `players_first`, which cannot race (see _PLAYERS)."""
+    `players_first`, which cannot race (see append())."""
 
 
 def _windows_of(config: GameConfig, items: list[tuple[int, MatchIn, str]]) -> dict[str, set[tuple[int, str]]]:
@@ -53,20 +53,23 @@ class _Appended:
     cutoffs: set[tuple[int, str]]  # those of them that stopped taking results (frozen)
 
 
+# A submission's players that are new (names come later, from the projector)
+_INSERT_PLAYERS = """INSERT INTO scores_player (game_id, external_id, display_name, created_at)
+    SELECT %(game)s, u.p, u.name, now() FROM unnest(%(p)s::text[], %(pn)s::text[]) AS u(p, name)
+    ORDER BY u.p
+    ON CONFLICT (game_id, external_id) DO NOTHING"""
+
 # One statement, in this order of effect: the shared ingest lock, then the stamp; players that
 # are new; matches that are new; their results; one pending row per projector partition they
 # touch. Its one row of arrays answers everything the request
 # still has to decide. A result whose player is neither inserted nor visible (created by a
 # request that committed after this statement's snapshot) gets a NULL player and fails the
-# NOT NULL constraint: see _PlayerRace.
-_APPEND = """
+# NOT NULL constraint: see PlayerRace.
+_APPEND = f"""
 WITH lk AS (SELECT pg_advisory_xact_lock_shared(%(lock_ns)s, %(game)s::int) AS locked),
 stamp AS (SELECT clock_timestamp() AS at FROM lk),
 new_players AS (
-    INSERT INTO scores_player (game_id, external_id, display_name, created_at)
-    SELECT %(game)s, u.p, u.name, now() FROM unnest(%(p)s::text[], %(pn)s::text[]) AS u(p, name)
-    ORDER BY u.p
-    ON CONFLICT (game_id, external_id) DO NOTHING
+    {_INSERT_PLAYERS}
     RETURNING external_id, id
 ),
 players AS (
@@ -123,19 +126,6 @@ SELECT
 """
 
 
-# The players of a submission on their own, before _APPEND, when it raced (PlayerRace). Where a
-# concurrent request inserted one of them and had not committed, this INSERT waits for it; by
-# the time it returns every player is visible to the next statement's snapshot, or is this
-# transaction's own. Under the same shared ingest lock, taken first as _APPEND takes it.
-_PLAYERS = """
-WITH lk AS (SELECT pg_advisory_xact_lock_shared(%(lock_ns)s, %(game)s::int) AS locked)
-INSERT INTO scores_player (game_id, external_id, display_name, created_at)
-SELECT %(game)s, u.p, u.name, now() FROM lk, unnest(%(p)s::text[], %(pn)s::text[]) AS u(p, name)
-ORDER BY u.p
-ON CONFLICT (game_id, external_id) DO NOTHING
-"""
-
-
 def append(
     config: GameConfig,
     server_key: ServerKey | None,
@@ -180,8 +170,13 @@ def append(
         "cw": pgarrays.texts(w for _, w in pairs),
     }
     if players_first:
+        # Where a concurrent request inserted one of these players and has not committed, this
+        # INSERT waits for it; once it returns, every player is this transaction's own or
+        # visible to the next statement's snapshot. The shared ingest lock first, as _APPEND
+        # takes it: one lock order everywhere (scores/locks.py).
+        locks.ingest_lock_shared(config.game.id)
         with connection.cursor() as cur:
-            cur.execute(_PLAYERS, {k: params[k] for k in ("lock_ns", "game", "p", "pn")})
+            cur.execute(_INSERT_PLAYERS, {k: params[k] for k in ("game", "p", "pn")})
     try:
         # no savepoint of its own: a failure here fails the whole submission's transaction
         # prepared for a small submission only (scores/sql.py): a batch is planned for its size
