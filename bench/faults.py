@@ -47,7 +47,6 @@ from scripts import services  # noqa: E402
 from scripts.services import (  # noqa: E402
     INITDB_OPTIONS,
     _as_user,
-    _chown,
     _free_port,
     _service_user,
     postgres_bin_dir,
@@ -96,9 +95,8 @@ class LocalPostgres:
         subprocess.run(_as_user(cmd, self.user), check=True, capture_output=True, cwd="/")
 
     def create(self) -> None:
-        self.data.mkdir(parents=True, mode=0o700)
-        if self.user:
-            _chown(self.data, self.user)
+        # where the postgres user cannot reach .local/faults/pg, a link to a directory it can
+        self.data = services.service_dir(self.data, self.user, name="faults-postgres", fresh=True)
         initdb = [str(self.bindir / "initdb"), "-D", str(self.data), *INITDB_OPTIONS]
         subprocess.run(_as_user(initdb, self.user), check=True, capture_output=True, cwd="/")
         with open(self.data / "postgresql.conf", "a") as conf:

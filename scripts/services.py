@@ -388,21 +388,29 @@ def _pg_root(user: str | None, create: bool) -> Path | None:
         return None
     if link.is_symlink():  # its target was deleted: start over
         link.unlink()
+    return service_dir(link, user, name="postgres")
+
+
+def service_dir(link: Path, user: str | None, *, name: str, fresh: bool = False) -> Path:
+    """A directory at `link` (mode 0700) that `user`, the user servers run as, can write. Where
+    that user cannot reach `link` (a clone under /root or in a `mktemp -d`, both mode 0700), the
+    directory is made under /var/tmp and `link` points to it, so whoever deletes .local/ finds
+    it. `fresh`: an old /var/tmp directory of that name is emptied first."""
     link.mkdir(parents=True, mode=0o700)
     if user is None:
         return link
     _chown(link, user)
     if subprocess.run(_as_user(["test", "-w", str(link)], user), capture_output=True).returncode == 0:
         return link
-    # The service user cannot reach .local/ (say, a clone under /root, mode 0700): keep the
-    # cluster where it can, and let .local/postgres point there so `clean` finds it.
     link.rmdir()
     digest = hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:12]
-    target = Path("/var/tmp") / f"leaderboard-dev-{digest}-postgres"
+    target = Path("/var/tmp") / f"leaderboard-dev-{digest}-{name}"
+    if fresh:
+        shutil.rmtree(target, ignore_errors=True)
     target.mkdir(mode=0o700, exist_ok=True)
     _chown(target, user)
     link.symlink_to(target)
-    log(f"{user!r} cannot reach {LOCAL_DIR}; the PostgreSQL cluster lives in {target}")
+    log(f"{user!r} cannot reach {link.parent}; {name} lives in {target}")
     return target
 
 
@@ -806,11 +814,11 @@ def stop_local() -> None:
 
 
 def clean_local() -> None:
-    """Stop the project-local servers and delete .local/ (and the cluster, wherever it is)."""
+    """Stop the project-local servers and delete .local/ (and the clusters, wherever they are)."""
     stop_local()
-    link = LOCAL_DIR / "postgres"
-    if link.is_symlink():
-        shutil.rmtree(link.resolve(), ignore_errors=True)
+    for link in (LOCAL_DIR / "postgres", LOCAL_DIR / "faults" / "pg"):  # service_dir()'s links
+        if link.is_symlink():
+            shutil.rmtree(link.resolve(), ignore_errors=True)
     shutil.rmtree(LOCAL_DIR, ignore_errors=True)
     log(f"deleted {LOCAL_DIR}")
 
