@@ -13,6 +13,11 @@ lbc:{<tag>}:{window}            integer: how many member writes a board window (
 lb:outbox:applied               ids of outbox rows the post-commit path has mirrored
 lb:meta:built                   set once the index has been built from Postgres; its absence
                                 after a Redis restart (Redis keeps nothing on disk) triggers a rebuild
+pv:{board_id}:{window}:{player_id}:{encoded}
+                                string (270 s expiry): a player's profile as a board window shows it,
+                                compact JSON [external id, display name, metadata, encoded]
+                                (boards/profiles.py); outside lb:, like Django's cache keys: a cache
+                                anyone may empty
 lb:hist:{board_id}:{window}     hash: the score histogram of a board window (boards/histogram.py);
                                 outside lb:{board_id}:* so rebuilds never touch it
 lb:throttle:{scope}:{ident}:{n} integer: requests of one client in the n-th fixed window of a rate
@@ -122,6 +127,10 @@ def build_key(token: str, board_id: int, window: str, shard: int | None = None) 
 def changes_key(live_key: str) -> str:
     """The write counter kept beside a sorted set (same slot)."""
     return "lbc:" + live_key[len("lb:") :]
+
+
+def profile_key(board_id: int, window: str, player_id: int, encoded: int) -> str:
+    return f"pv:{board_id}:{window}:{player_id}:{encoded}"
 
 
 def histogram_key(board_id: int, window: str) -> str:
