@@ -44,6 +44,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 from bench.cli import add_run_args  # noqa: E402
 from scripts import services  # noqa: E402
+from scripts.ha import FIRST_PORT as HA_FIRST_PORT  # noqa: E402
+from scripts.ha import HACluster  # noqa: E402
 from scripts.services import (  # noqa: E402
     INITDB_OPTIONS,
     _as_user,
@@ -119,6 +121,26 @@ class LocalPostgres:
             self.stop()
 
 
+class HAPostgres:
+    """A primary, its synchronous standby and a pg_auto_failover monitor (scripts/ha.py), for the
+    faults that take a whole database machine away; the service reaches it by both hosts."""
+
+    def __init__(self, root: Path) -> None:
+        self.cluster = HACluster(root / "ha", first_port=_free_port(HA_FIRST_PORT + 200))
+        self.killed: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.cluster.url()
+
+    def create(self) -> None:
+        self.cluster.create()
+
+    def destroy(self) -> None:
+        with contextlib.suppress(Exception):
+            self.cluster.stop()
+
+
 class LocalRedis:
     def __init__(self, root: Path) -> None:
         binary = redis_server_binary()
@@ -154,7 +176,7 @@ class LocalRedis:
 class Stack:
     """Postgres, Redis and the service's processes, all this suite's own."""
 
-    pg: LocalPostgres
+    pg: LocalPostgres | HAPostgres
     redis: LocalRedis
     port: int
     env: dict[str, str]
@@ -202,11 +224,16 @@ class Stack:
         self.pg.destroy()
 
 
-def stack_up() -> Stack:
-    shutil.rmtree(FAULTS_DIR, ignore_errors=True)
-    FAULTS_DIR.mkdir(parents=True)
-    pg, redis = LocalPostgres(FAULTS_DIR), LocalRedis(FAULTS_DIR)
-    log(f"starting PostgreSQL on 127.0.0.1:{pg.port} and Redis on 127.0.0.1:{redis.port} under {FAULTS_DIR}")
+def stack_up(*, ha: bool = False) -> Stack:
+    """The servers and the service; `ha`: Postgres as a primary with a synchronous standby and
+    automatic failover (scripts/ha.py) instead of one server."""
+    if not ha:  # the HA stack may run beside a plain one: each keeps to its own directory
+        shutil.rmtree(FAULTS_DIR, ignore_errors=True)
+    FAULTS_DIR.mkdir(parents=True, exist_ok=True)
+    pg: LocalPostgres | HAPostgres = HAPostgres(FAULTS_DIR) if ha else LocalPostgres(FAULTS_DIR)
+    redis = LocalRedis(FAULTS_DIR)
+    log(f"starting PostgreSQL ({'primary + synchronous standby' if ha else 'one server'}) and Redis on "
+        f"127.0.0.1:{redis.port} under {FAULTS_DIR}")  # fmt: skip
     pg.create()
     redis.start()
     port = _free_port(58080)
@@ -237,6 +264,7 @@ def stack_up() -> Stack:
 
 class Fault:
     name = ""
+    needs_ha = False  # runs on the primary + synchronous standby stack (stack_up(ha=True))
 
     def inject(self, stack: Stack) -> None:
         raise NotImplementedError
@@ -298,7 +326,28 @@ class ProjectorKilled(Fault):
         stack.start("projector")
 
 
-FAULTS: list[type[Fault]] = [RedisKilled, RedisHung, PostgresStopped, WorkerKilled, ProjectorKilled]
+class PrimaryKilled(Fault):
+    """kill -9 of the primary database machine (its pg_auto_failover keeper, postgres and every
+    backend) under load: the monitor promotes the synchronous standby, the service's pools find
+    it through the multi-host DATABASE_URL. Healed by starting the dead node again, which
+    rejoins as the new primary's standby."""
+
+    name = "primary-killed"
+    needs_ha = True
+
+    def inject(self, stack: Stack) -> None:
+        assert isinstance(stack.pg, HAPostgres)
+        primary = stack.pg.cluster.primary()
+        assert primary is not None, stack.pg.cluster.states()
+        stack.pg.killed = primary
+        stack.pg.cluster.kill(primary)
+
+    def heal(self, stack: Stack) -> None:
+        assert isinstance(stack.pg, HAPostgres) and stack.pg.killed
+        stack.pg.cluster.start_keeper(stack.pg.killed)
+
+
+FAULTS: list[type[Fault]] = [RedisKilled, RedisHung, PostgresStopped, WorkerKilled, ProjectorKilled, PrimaryKilled]
 
 
 # --- load -----------------------------------------------------------------------------------
@@ -347,6 +396,7 @@ class Outcome:
     slowest_submit: float
     recovery: float | None
     slowest_read: float = 0.0  # /top while the fault lasted, the first answer after it began excepted
+    writes_back: float | None = 0.0  # from the fault to the first 2xx submission after the last failed one
 
 
 def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcome:
@@ -392,6 +442,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
         t.start()
     inject_at, heal_at = seconds * 0.25, seconds * 0.6
     time.sleep(inject_at)
+    injected = time.monotonic() - started
     fault.inject(stack)
     time.sleep(heal_at - inject_at)
     fault.heal(stack)
@@ -413,6 +464,12 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
     recovery = None if None in ends else max(0.0, max(ends) - healed)  # type: ignore[type-var]
     acked = [s.match for s in samples if s.match is not None]
     lost = count_lost(stack, acked)
+    submits = sorted((s for s in samples if s.kind == "submit" and s.at >= injected), key=lambda s: s.at)
+    failed = [s for s in submits if not s.healthy]
+    writes_back: float | None = 0.0
+    if failed:
+        back = [s for s in submits if s.healthy and s.at > failed[-1].at]
+        writes_back = back[0].at + back[0].seconds - injected if back else None
     during = [s.seconds for s in samples if s.kind == "submit" and inject_at <= s.at <= heal_at]
     # a read in flight when the fault struck pays its timeout once; the breaker answers the rest
     reads = sorted((s for s in samples if s.kind == "top" and inject_at <= s.at <= heal_at), key=lambda s: s.at)
@@ -426,6 +483,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
         slowest_submit=max(during, default=0.0),
         recovery=recovery,
         slowest_read=max((r.seconds for r in reads[1:]), default=0.0),
+        writes_back=writes_back,
     )
 
 
@@ -465,13 +523,14 @@ def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
 def print_table(outcomes: list[Outcome]) -> None:
     print(
         f"{'fault':<18} {'tried':>6} {'acked':>6} {'lost':>5} {'503':>5} {'other 5xx':>9} {'slowest submit':>15} "
-        f"{'slowest read':>13} {'recovery':>9}"
+        f"{'slowest read':>13} {'writes back':>11} {'recovery':>9}"
     )
     for o in outcomes:
         recovery = f"{o.recovery:.2f} s" if o.recovery is not None else "never"
+        back = f"{o.writes_back:.2f} s" if o.writes_back is not None else "never"
         print(
             f"{o.fault:<18} {o.tried:>6} {o.acknowledged:>6} {o.lost:>5} {o.unavailable:>5} {o.server_errors:>9} "
-            f"{o.slowest_submit:>13.3f} s {o.slowest_read:>11.3f} s {recovery:>9}"
+            f"{o.slowest_submit:>13.3f} s {o.slowest_read:>11.3f} s {back:>11} {recovery:>9}"
         )
 
 
@@ -484,14 +543,18 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]
     if not chosen:
         parser.error("no such fault")
-    stack = stack_up()
     outcomes = []
-    try:
-        for fault_cls in chosen:
-            log(f"{fault_cls.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
-            outcomes.append(run_fault(stack, fault_cls(), args.seconds, args.rate))
-    finally:
-        stack.stop()
+    for on_ha in (False, True):
+        group = [f for f in chosen if f.needs_ha == on_ha]
+        if not group:
+            continue
+        stack = stack_up(ha=on_ha)
+        try:
+            for fault_cls in group:
+                log(f"{fault_cls.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
+                outcomes.append(run_fault(stack, fault_cls(), args.seconds, args.rate))
+        finally:
+            stack.stop()
     print_table(outcomes)
     return 1 if any(o.lost for o in outcomes) else 0
 

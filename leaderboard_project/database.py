@@ -7,11 +7,17 @@
   its next attempt came up to 16 s after Postgres was back (service resumed 8.1 s late).
   RECONNECT_DELAY makes it retry at a steady pace instead, so service resumes within about
   a second of Postgres returning, without a restart.
+- Several hosts (libpq's multi-host form, ``postgres://u@h1:5432,h2:5432/db?target_session_attrs=
+  read-write``): every new connection asks each host in turn and keeps the first that takes writes,
+  so after a failover the pools' next connections reach the new primary without a restart, and
+  while there is none every attempt fails fast and requests answer 503 (docs/operations.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
@@ -19,6 +25,76 @@ from psycopg_pool.base import AttemptWithBackoff
 
 RECONNECT_DELAY = 0.5  # seconds between the pool's attempts to reach Postgres again
 RETRY_AFTER_SECONDS = 1
+
+
+def database_from_url(url: str, *, options: dict[str, Any]) -> dict[str, Any]:
+    """A Django DATABASES entry for a postgres:// URL, one host or several.
+
+    dj_database_url refuses a list of hosts; libpq takes them as comma-separated `host` and `port`
+    values, which Django passes through. The URL's query (target_session_attrs, sslmode,
+    load_balance_hosts, ...) goes to the connection's options, under *options* (ours win).
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql", "pgsql"):
+        raise ValueError(f"not a postgres:// URL: {parts.scheme}://...")
+    userinfo, _, hostlist = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    hosts, ports = [], []
+    for item in hostlist.split(","):
+        host, port = _host_port(item)
+        hosts.append(host)
+        ports.append(port)
+    if len(set(ports)) == 1:
+        ports = ports[:1]  # one port for every host, as libpq reads it
+    elif "" in ports:
+        raise ValueError("name a port for every host, or for none of them")
+    query = dict(parse_qsl(parts.query))
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(user),
+        "PASSWORD": unquote(password),
+        "HOST": ",".join(hosts),
+        "PORT": ",".join(ports),
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": False,
+        "OPTIONS": {**query, **options},
+    }
+
+
+# Connection options that are libpq's own (the rest of OPTIONS is psycopg's or Django's).
+_LIBPQ_OPTIONS = frozenset(
+    {"connect_timeout", "target_session_attrs", "load_balance_hosts", "sslmode", "sslrootcert", "sslcert",
+     "sslkey", "application_name", "tcp_user_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+     "keepalives_count", "options", "passfile", "channel_binding"}
+)  # fmt: skip
+
+
+def connect_params(database: dict[str, Any]) -> dict[str, Any]:
+    """psycopg.connect() keywords for a DATABASES entry: for connections made outside Django's
+    pool (the projector's LISTEN connection), reaching the same server the same way, the
+    primary among several hosts included."""
+    params = {k: v for k, v in database.get("OPTIONS", {}).items() if k in _LIBPQ_OPTIONS}
+    for key, name in (
+        ("NAME", "dbname"),
+        ("USER", "user"),
+        ("PASSWORD", "password"),
+        ("HOST", "host"),
+        ("PORT", "port"),
+    ):
+        if database.get(key):
+            params[name] = str(database[key])
+    return params
+
+
+def _host_port(item: str) -> tuple[str, str]:
+    if item.startswith("["):  # [::1]:5432
+        host, _, rest = item[1:].partition("]")
+        return host, rest.removeprefix(":")
+    host, _, port = item.partition(":")
+    if port and not port.isdigit():
+        raise ValueError(f"bad port in {item!r}")
+    return unquote(host), port
 
 
 def pool_reconnect_steadily() -> None:

@@ -9,10 +9,8 @@ import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import dj_database_url
-
 from boards.breaker import guarded_connection_class
-from leaderboard_project.database import pool_reconnect_steadily
+from leaderboard_project.database import database_from_url, pool_reconnect_steadily
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -123,14 +121,21 @@ WSGI_APPLICATION = "leaderboard_project.wsgi.application"
 ASGI_APPLICATION = "leaderboard_project.asgi.application"
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/leaderboard")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 # One small pool per process. Under ASGI each sync view runs on a worker thread, and
 # persistent per-thread connections would grow with the thread pool until Postgres refuses
 # clients; a pool caps what each process holds.
 # With Postgres down a request waits at most DB_POOL_TIMEOUT for a connection, then answers
 # 503 (leaderboard_project/database.py); the pool retries Postgres every 0.5 s meanwhile.
-DATABASES["default"]["OPTIONS"] = {
+DATABASE_OPTIONS = {
     "connect_timeout": 2,
+    # A primary that vanished mid-statement (a machine lost, not a process: the kernel of a
+    # machine that died sends no reset): unacknowledged data for this long breaks the connection,
+    # and idle ones are probed, so a request fails over to a 503 instead of waiting for TCP's
+    # minutes-long retransmissions (docs/operations.md, "High availability").
+    "tcp_user_timeout": int(os.environ.get("DB_TCP_USER_TIMEOUT_MS", "1000")),
+    "keepalives_idle": 2,
+    "keepalives_interval": 1,
+    "keepalives_count": 2,
     # Django turns psycopg's prepared statements off (for poolers that cannot keep them); the
     # ingest statement and the projector's fold ask for preparation explicitly (scores/sql.py)
     # and nothing else is prepared (Django binds its own statements on the client). Behind a
@@ -142,6 +147,15 @@ DATABASES["default"]["OPTIONS"] = {
         "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "0.5")),
     },
 }
+if os.environ.get("DB_POOL", "1") == "0":
+    # behind pgbouncer (or another pooler) in transaction mode: no pool of our own
+    # (docs/operations.md, "Connection pooling")
+    del DATABASE_OPTIONS["pool"]
+DATABASES = {"default": database_from_url(DATABASE_URL, options=DATABASE_OPTIONS)}
+# Several hosts (a primary and its standbys): a pooled connection is checked before each use, so
+# connections to a primary that died are replaced at once after a failover, not each answered
+# with one 503 (an empty query per checkout; one host: off, the error handling covers it).
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DB_HEALTH_CHECKS", "," in DATABASES["default"]["HOST"])
 pool_reconnect_steadily()
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from leaderboard_project.database import connect_params
 from scores.partitions import result_partitions_ensure
 from scores.projection.batch import ALL_PARTITIONS, MAX_MATCHES, batch_apply
 
@@ -148,16 +149,9 @@ class Projector:
     # --- Postgres: the LISTEN connection, which also holds the ownership locks ------------
 
     def _connect(self) -> None:
-        db = settings.DATABASES["default"]
-        self._listen = psycopg.connect(
-            dbname=db["NAME"],
-            user=db.get("USER") or None,
-            password=db.get("PASSWORD") or None,
-            host=db.get("HOST") or None,
-            port=db.get("PORT") or None,
-            connect_timeout=5,
-            autocommit=True,
-        )
+        # the primary among several hosts, as Django's own connections reach it
+        params = {**connect_params(settings.DATABASES["default"]), "connect_timeout": 5}
+        self._listen = psycopg.connect(**params, autocommit=True)
         from scores.ingest import NOTIFY_CHANNEL
 
         self._listen.execute(f"LISTEN {NOTIFY_CHANNEL}")

@@ -22,3 +22,19 @@ def test_no_acknowledged_result_is_lost_when_redis_hangs_postgres_stops_or_the_p
         assert o.acknowledged > 0 and o.lost == 0 and o.server_errors == 0, o
         assert o.recovery is not None, o
     assert outcomes[1].unavailable > 0  # Postgres down: 503, not a hang
+
+
+def test_the_primary_killed_under_load_fails_over_to_its_synchronous_standby_with_nothing_lost(capsys) -> None:
+    """kill -9 of the primary's whole node (keeper, postgres, backends) on a primary + synchronous
+    standby + monitor of pg_auto_failover started under .local/faults/ha (scripts/ha.py): every
+    acknowledged result is on the promoted standby, and while there is no primary the answer is a
+    fast 503, never another 5xx."""
+    stack = faults.stack_up(ha=True)
+    try:
+        outcome = faults.run_fault(stack, faults.PrimaryKilled(), seconds=16.0, rate=8.0)
+    finally:
+        stack.stop()
+    faults.print_table([outcome])
+    assert outcome.acknowledged > 0 and outcome.lost == 0 and outcome.server_errors == 0, outcome
+    assert outcome.writes_back is not None and outcome.writes_back < 15.0, outcome
+    assert outcome.slowest_submit <= 1.0, outcome
