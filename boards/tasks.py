@@ -6,6 +6,7 @@ from boards import healing, index, live, services
 from boards.histogram import histograms_refresh
 from boards.redis import REDIS_DOWN, log_unavailable
 from boards.rolling import rolling_windows_refresh
+from leaderboard_project.replicas import lagging_reads
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,10 @@ def refresh_rolling() -> int:
 
 @shared_task(ignore_result=True)
 def refresh_histograms() -> int:
-    """Rebuild the score histograms of board windows that changed."""
-    return histograms_refresh().built
+    """Rebuild the score histograms of board windows that changed (what it reads of Postgres may
+    come from a replica)."""
+    with lagging_reads():
+        return histograms_refresh().built
 
 
 @shared_task(ignore_result=True)

@@ -85,9 +85,13 @@ MIDDLEWARE = [
     # first: times the whole request and counts its answer (/metrics, docs/operations.md)
     "monitoring.metrics.RequestMetricsMiddleware",
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
+    # lagging-tolerant reads to the read replica, and again from the primary if it fails under them
+    "leaderboard_project.replicas.ReplicaReadsMiddleware",
     # Postgres unreachable: 503 + Retry-After with the contract body, not a 500
     "leaderboard_project.database.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on the pages, with a nonce per request (leaderboard_project/security.py)
+    "leaderboard_project.security.ContentSecurityPolicyMiddleware",
     # static files (the admin's CSS, the player pages' assets) from the web process itself
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Django's session, auth and messages middleware, stepping aside for API requests that carry
@@ -157,6 +161,21 @@ DATABASES = {"default": database_from_url(DATABASE_URL, options=DATABASE_OPTIONS
 # with one 503 (an empty query per checkout; one host: off, the error handling covers it).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("DB_HEALTH_CHECKS", "," in DATABASES["default"]["HOST"])
 pool_reconnect_steadily()
+# Reads that may lag a little (player pages, the season archive, frozen standings, CSV exports,
+# histogram refreshes, admin list pages) go to a streaming replica when one is named and its lag
+# is within DATABASE_REPLICA_MAX_LAG seconds; never a read of the caller's own write
+# (leaderboard_project/replicas.py, docs/operations.md "Read replicas"). Several hosts: libpq
+# picks one at random (load_balance_hosts), a standby first (target_session_attrs=prefer-standby).
+DATABASE_REPLICA_URL = os.environ.get("DATABASE_REPLICA_URL", "").strip()
+DATABASE_REPLICA_MAX_LAG = float(os.environ.get("DATABASE_REPLICA_MAX_LAG", "5"))
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = database_from_url(DATABASE_REPLICA_URL, options=DATABASE_OPTIONS)
+    replica_options = DATABASES["replica"]["OPTIONS"]
+    replica_options.setdefault("target_session_attrs", "prefer-standby")
+    if "," in DATABASES["replica"]["HOST"]:
+        replica_options.setdefault("load_balance_hosts", "random")
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+DATABASE_ROUTERS = ["leaderboard_project.replicas.ReplicaRouter"]
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 _redis_parts = urlsplit(REDIS_URL)
@@ -215,6 +234,30 @@ CHANNEL_LAYERS = {
 LIVE_INTERVAL_SECONDS = float(os.environ.get("LIVE_INTERVAL_SECONDS", "1.0"))
 # ...while players' own rank and "passed" messages follow at this cadence.
 LIVE_TICK_SECONDS = float(os.environ.get("LIVE_TICK_SECONDS", "0.5"))
+
+# Password guessing: after this many failed sign-ins for one account, or from one address, every
+# attempt (the right password too) is refused until the window ends (leaderboard_project/security.py).
+AUTHENTICATION_BACKENDS = ["leaderboard_project.security.ThrottledModelBackend"]
+SIGNIN_FAILURES_PER_USER = int(os.environ.get("SIGNIN_FAILURES_PER_USER", "5"))
+SIGNIN_FAILURES_PER_ADDRESS = int(os.environ.get("SIGNIN_FAILURES_PER_ADDRESS", "20"))
+SIGNIN_THROTTLE_SECONDS = int(os.environ.get("SIGNIN_THROTTLE_SECONDS", "900"))
+
+# A deployment behind a TLS-terminating proxy (docs/operations.md, "Production settings"):
+# DEPLOY_HTTPS=1 makes `manage.py check --deploy` clean. The proxy must set X-Forwarded-Proto
+# (scripts/web.py's nginx passes it on) and be the only way in.
+DEPLOY_HTTPS = env_bool("DEPLOY_HTTPS", False)
+if DEPLOY_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    # load balancers' and scrapers' probes often come over plain HTTP from inside
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("DEPLOY_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DEPLOY_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("DEPLOY_HSTS_PRELOAD", True)
+# The site's public https origins when the proxy's host differs from ALLOWED_HOSTS' (forms, admin)
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

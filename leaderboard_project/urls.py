@@ -6,8 +6,12 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from leaderboard_project.errors import error_response
+from leaderboard_project.security import ThrottledAdminAuthenticationForm
 from monitoring.health import healthz
 from monitoring.metrics import metrics_view
+
+# the lock-out after repeated failures is said as such (leaderboard_project/security.py)
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 BOARD = "api/v1/games/<str:game>/boards/<str:board>/"  # the reads of one board (contract sections 5, 6, 10)
 

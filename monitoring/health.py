@@ -10,6 +10,7 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
 from boards.redis import get_redis
+from leaderboard_project.replicas import replica_status
 from monitoring import heartbeats, lag
 from scores.projection import ALL_PARTITIONS
 from scores.projection.runner import owned_partitions, ranges
@@ -29,6 +30,22 @@ def _postgres() -> str:
     except Exception as exc:  # any failure means "down" to an operator
         return _down(exc)
     return OK
+
+
+def _standby() -> tuple[str, dict[str, Any]]:
+    """With several database hosts (a primary and its standbys): whether a synchronous standby
+    is attached, i.e. whether a 2xx now means the result is on two machines."""
+    try:
+        with connection.cursor() as cur:
+            cur.execute("SELECT application_name, sync_state FROM pg_stat_replication WHERE state = 'streaming'")
+            standbys = dict(cur.fetchall())
+    except Exception as exc:
+        return f"unknown: {_down(exc)}", {}
+    synchronous = sorted(n for n, s in standbys.items() if s in ("sync", "quorum"))
+    detail = {"standbys": standbys}
+    if not synchronous:
+        return "none: acknowledged results are on the primary alone until a standby catches up", detail
+    return OK, detail
 
 
 def _redis() -> str:
@@ -107,6 +124,15 @@ def healthz(request: HttpRequest) -> JsonResponse:
             body["ingest_lag"] = f"unknown: {_down(exc)}"
     else:
         body["ingest_lag"] = "unknown: " + ("Postgres" if body["postgres"] != OK else "Redis") + " is down"
+    if "," in settings.DATABASES["default"]["HOST"]:  # high availability (docs/operations.md)
+        if body["postgres"] == OK:
+            body["synchronous_standby"], details["synchronous_standby"] = _standby()
+        else:
+            body["synchronous_standby"] = "unknown: Postgres is down"
+    replica = replica_status()
+    if replica is not None:  # lagging reads go to the primary meanwhile: degraded, still serving
+        body["replica"] = replica.pop("state")
+        details["replica"] = replica
     serving = body["postgres"] == OK and body["redis"] == OK
     body["status"] = OK if all(v == OK for v in body.values()) else "degraded"
     body["details"] = details

@@ -159,6 +159,21 @@ class LiveCollector:
             yield GaugeMetricFamily(
                 "leaderboard_ingest_pending", "Accepted changes not yet on the boards", value=now_lag.pending
             )
+        from leaderboard_project.replicas import replica_status
+
+        replica = replica_status()
+        if replica is not None:
+            yield GaugeMetricFamily(
+                "leaderboard_replica_up",
+                "1 while the read replica answers this process's lag checks",
+                value=float(replica["up"]),
+            )
+            if replica["lag_seconds"] is not None:
+                yield GaugeMetricFamily(
+                    "leaderboard_replica_lag_seconds",
+                    "The read replica has every commit older than this (lagging reads go to the primary past the bound)",
+                    value=replica["lag_seconds"],
+                )
         try:
             beats = heartbeats.heartbeats_read()
         except Exception:

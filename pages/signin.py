@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth import views as auth_views
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from leaderboard_project.security import ThrottledAuthenticationForm
 from scores import accounts
 from scores.models import Player
 from scores.selectors import cached_game
@@ -19,11 +22,14 @@ from scores.selectors import cached_game
 
 class LoginView(auth_views.LoginView):
     template_name = "registration/login.html"
+    authentication_form = ThrottledAuthenticationForm  # says so when guessing got it locked out
     redirect_authenticated_user = True
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         context["login_hints"] = accounts.login_hints()
+        form = context.get("form")
+        context["throttled"] = form is not None and form.has_error(NON_FIELD_ERRORS, "throttled")
         return context
 
 
@@ -43,7 +49,7 @@ def login_link(request: HttpRequest, token: str) -> HttpResponse:
         status = 409 if exc.code in ("used", "conflict") else 400
         return render(request, "pages/login_link.html", {"error": exc, "player": player}, status=status)
     if not request.user.is_authenticated or request.user.pk != user.pk:
-        auth.login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        auth.login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])
     first_board = next(iter(cached_game(player.game.slug)[1].values()), None)
     if first_board is None:
         return redirect(reverse("pages-game", args=[player.game.slug]))

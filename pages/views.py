@@ -20,6 +20,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
+from leaderboard_project.replicas import replica_reads
 from pages import board as board_read
 from pages.archive import archive_read
 from pages.player import player_page_read
@@ -105,6 +106,7 @@ def _rank_card_part(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk:
     return response
 
 
+@replica_reads  # may lag a little: docs/operations.md, "Read replicas"
 def player_page(request: HttpRequest, game: str, player: str) -> HttpResponse:
     """A player's results and ranks: for the player, their friends and staff (contract section 5)."""
     config = cached_game_config(game)
@@ -145,6 +147,7 @@ def _positive(raw: str | None) -> int:
         return 1
 
 
+@replica_reads
 def archive_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
     """A board's ended seasons and frozen windows."""
     config = cached_game_config(game)

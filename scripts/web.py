@@ -155,6 +155,9 @@ http {{
     upstream django_wsgi {{ {upstream} }}
     upstream django_asgi {{ server unix:{run_dir}/asgi.sock; }}
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
+    # behind a TLS-terminating proxy the request came over https: say so (Django believes it
+    # only with DEPLOY_HTTPS=1, which sets SECURE_PROXY_SSL_HEADER; docs/operations.md)
+    map $http_x_forwarded_proto $forwarded_proto {{ default $scheme; https https; }}
     server {{
         listen {host}:{port} reuseport;
         error_page 413 = @too_large;
@@ -164,7 +167,7 @@ http {{
         }}
         proxy_set_header Host $http_host;
         proxy_set_header X-Forwarded-For $remote_addr;  # replaces whatever the client sent
-        proxy_set_header X-Forwarded-Proto $scheme;{server_keepalive}
+        proxy_set_header X-Forwarded-Proto $forwarded_proto;{server_keepalive}
         location /ws/ {{
             proxy_pass http://django_asgi;
             proxy_http_version 1.1;

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from leaderboard_project.replicas import replica_reads
 from scores import windows
 from scores.admin import ReadOnlyAdminMixin
 from scores.models import Board
@@ -76,7 +77,7 @@ class WindowFreezeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     change_list_template = "admin/seasons/windowfreeze_change_list.html"
 
     def get_urls(self) -> list:
-        view = self.admin_site.admin_view(self.export_view)
+        view = self.admin_site.admin_view(replica_reads(self.export_view))
         return [path("export/", view, name="seasons_windowfreeze_export"), *super().get_urls()]
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:

@@ -49,6 +49,8 @@ class StandingsOutSerializer(BoardWindowOutSerializer):
 
 
 class StandingsApi(APIView):
+    replica_reads = True  # frozen: may come from a replica (docs/operations.md, "Read replicas")
+
     @extend_schema(
         operation_id="boards_standings",
         parameters=[StandingsQuerySerializer],
@@ -94,6 +96,7 @@ class ExportQuerySerializer(WindowQuerySerializer):
 
 
 class WindowExportApi(APIView):
+    replica_reads = True
     """A board window as CSV: a frozen window's standings (latest version, or ?version=N), else
     the window's current values, in the contract's order."""
 

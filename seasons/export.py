@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from django.http import StreamingHttpResponse
 
+from leaderboard_project.replicas import in_this_context
 from scores.selectors import BoardConfig, window_rows
 from seasons.models import WindowFreeze
 from seasons.selectors import standings_rows
@@ -45,7 +46,10 @@ def window_csv(board: BoardConfig, window: str, freeze: WindowFreeze | None) -> 
 def csv_response(board: BoardConfig, window: str, freeze: WindowFreeze | None) -> StreamingHttpResponse:
     version = f"v{freeze.version}" if freeze is not None else LIVE
     name = f"{board.game_slug}-{board.slug}-{window.replace(':', '_')}-{version}.csv"
-    response = StreamingHttpResponse(window_csv(board, window, freeze), content_type="text/csv; charset=utf-8")
+    # the rows are read while the answer streams, after the view returned: in the request's
+    # routing context still (the replica, when the view may read it)
+    lines = in_this_context(window_csv(board, window, freeze))
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     response["X-Standings-Version"] = version
     return response

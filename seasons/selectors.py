@@ -6,10 +6,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
+from leaderboard_project.replicas import read_connection
 from seasons.models import Standing, StandingChange, WindowFreeze
 
 
@@ -19,7 +19,7 @@ def frozen_windows(pairs: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
     if not pairs:
         return set()
     boards, windows = zip(*pairs, strict=True)
-    with connection.cursor() as cur:
+    with read_connection().cursor() as cur:
         cur.execute(
             """
             SELECT DISTINCT f.board_id, f."window"

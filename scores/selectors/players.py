@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Lower
 
+from leaderboard_project.replicas import read_connection
 from scores.models import Friendship, Player, PlayerAccount, PlayerValue, Result
 
 
@@ -39,7 +39,7 @@ class Profile:
 
 def profiles(board_id: int, *, window: str, pks: list[int]) -> dict[int, Profile]:
     """Players with their value's metadata on one board window, in one query."""
-    with connection.cursor() as cur:
+    with read_connection().cursor() as cur:
         cur.execute(
             """
             SELECT p.id, p.external_id, p.display_name, pv.metadata, pv.encoded

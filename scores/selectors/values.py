@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from leaderboard_project.replicas import read_connection
 from scores import encoding, pgarrays
 from scores.models import Match
 from scores.selectors.config import BoardConfig
@@ -43,7 +44,7 @@ class DurableSlice:
 
 
 def _slice(board: BoardConfig, window: str, start: int, count: int) -> DurableSlice:
-    with connection.cursor() as cur:
+    with read_connection().cursor() as cur:
         cur.execute('SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s', [board.id, window])
         total = cur.fetchone()[0]
         cur.execute(
@@ -78,7 +79,7 @@ def durable_range(board: BoardConfig, *, window: str, start: int, stop: int) -> 
 
 def durable_position(board: BoardConfig, *, window: str, pk: int) -> int | None:
     """0-based position of a player in the contract order, or None if unranked."""
-    with connection.cursor() as cur:
+    with read_connection().cursor() as cur:
         cur.execute(
             """
             SELECT count(*) FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id,
@@ -102,7 +103,7 @@ def durable_standings(
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
     """{pk: (encoded, 0-based position, players with a strictly better value)} for the
     players among pks who have a value in the window, with their profiles."""
-    with connection.cursor() as cur:
+    with read_connection().cursor() as cur:
         cur.execute(
             f"""
             WITH me AS (
@@ -150,7 +151,7 @@ def window_standings_sql(*, board: BoardConfig, window: str) -> tuple[str, list[
 def window_rows(board: BoardConfig, *, window: str, chunk: int = 5000) -> Iterator[tuple]:
     """Every value of a board window in the contract's order, streamed from a server-side cursor:
     (position, rank as displayed, player id, display name, value, reached_at)."""
-    with connection.chunked_cursor() as cur:
+    with read_connection().chunked_cursor() as cur:
         cur.execute(_in_order(board, "p.external_id, p.display_name, pv.value, pv.reached_at"), [board.id, window])
         while rows := cur.fetchmany(chunk):
             yield from rows
