@@ -204,12 +204,16 @@ def read_connection() -> BaseDatabaseWrapper:
 def in_this_context(iterator: Iterator[Any]) -> Iterator[Any]:
     """`iterator` run, item by item, in the context it was made in: a streamed answer's rows are
     read after the view returned, outside the request's scope otherwise."""
-    context = contextvars.copy_context()
-    while True:
-        try:
-            yield context.run(next, iterator)
-        except StopIteration:
-            return
+    context = contextvars.copy_context()  # now, in the view (a generator's body would run later)
+
+    def run() -> Iterator[Any]:
+        while True:
+            try:
+                yield context.run(next, iterator)
+            except StopIteration:
+                return
+
+    return run()
 
 
 @contextlib.contextmanager

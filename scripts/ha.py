@@ -299,3 +299,56 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+class StreamingPair:
+    """A primary and a plain streaming replica of it (initdb, then pg_basebackup -R), no failover:
+    what the read-replica tests and benchmarks read from. Under `root`, on free ports."""
+
+    def __init__(self, root: Path, first_port: int = FIRST_PORT + 10) -> None:
+        self.user = base._service_user()
+        bindir = base.postgres_bin_dir()
+        if bindir is None:
+            raise base.ServiceError("PostgreSQL server binaries not found: sudo apt-get install postgresql")
+        self.bindir = bindir
+        self.link = root
+        self.root = root
+        self.ports = {"primary": base._free_port(first_port)}
+        self.ports["replica"] = base._free_port(self.ports["primary"] + 1)
+
+    def url(self, name: str, dbname: str = DBNAME) -> str:
+        return f"postgres://{base.PG_SUPERUSER}@127.0.0.1:{self.ports[name]}/{dbname}"
+
+    def _bin(self, tool: str, *args: str) -> None:
+        base._run(base._as_user([str(self.bindir / tool), *args], self.user), tool, cwd="/")
+
+    def create(self) -> None:
+        self.destroy()
+        shutil.rmtree(self.link, ignore_errors=True)
+        self.root = base.service_dir(self.link, self.user, name=f"pair-{self.link.parent.name}", fresh=True)
+        primary, replica = self.root / "primary", self.root / "replica"
+        self._bin("initdb", "-D", str(primary), *base.INITDB_OPTIONS)
+        with open(primary / "postgresql.conf", "a") as conf:
+            conf.write("listen_addresses = '127.0.0.1'\nunix_socket_directories = ''\nwal_level = replica\n")
+        with open(primary / "pg_hba.conf", "a") as hba:
+            hba.write("host replication all 127.0.0.1/32 trust\n")
+        self.start("primary")
+        self._bin("pg_basebackup", "-h", "127.0.0.1", "-p", str(self.ports["primary"]), "-U", base.PG_SUPERUSER,
+                  "-D", str(replica), "-R", "-X", "stream")  # fmt: skip
+        self.start("replica")
+        base._run([str(self.bindir / "psql"), "-X", "-q", "-d", self.url("primary", "postgres"),
+                   "-c", f"CREATE DATABASE {DBNAME}"], "createdb")  # fmt: skip
+
+    def start(self, name: str) -> None:
+        data = self.root / name
+        self._bin("pg_ctl", "-D", str(data), "-l", str(data / "log"), "-o", f"-p {self.ports[name]}", "-w", "start")
+
+    def stop(self, name: str) -> None:
+        data = self.root / name
+        if (data / "postmaster.pid").exists():
+            self._bin("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
+
+    def destroy(self) -> None:
+        for name in ("replica", "primary"):
+            with contextlib.suppress(base.ServiceError, OSError):
+                self.stop(name)

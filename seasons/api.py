@@ -96,9 +96,10 @@ class ExportQuerySerializer(WindowQuerySerializer):
 
 
 class WindowExportApi(APIView):
-    replica_reads = True
     """A board window as CSV: a frozen window's standings (latest version, or ?version=N), else
     the window's current values, in the contract's order."""
+
+    replica_reads = True  # may lag a little; never the caller's own writes (docs/operations.md)
 
     authentication_classes = [ServerKeyAuthentication]
     permission_classes = [server_key_permission(None)]  # any key of the game: its own servers read it
