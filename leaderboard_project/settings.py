@@ -144,7 +144,7 @@ DATABASE_OPTIONS = {
     # ingest statement and the projector's fold ask for preparation explicitly (scores/sql.py)
     # and nothing else is prepared (Django binds its own statements on the client). Behind a
     # pooler in transaction mode that cannot keep prepared statements: DB_PREPARED_STATEMENTS=0.
-    "prepare_threshold": 10**9 if os.environ.get("DB_PREPARED_STATEMENTS", "1") == "1" else None,
+    "prepare_threshold": 10**9 if env_bool("DB_PREPARED_STATEMENTS", True) else None,
     "pool": {
         "min_size": int(os.environ.get("DB_POOL_MIN", "1")),
         "max_size": int(os.environ.get("DB_POOL_MAX", "16")),
@@ -156,6 +156,12 @@ if os.environ.get("DB_POOL", "1") == "0":
     # (docs/operations.md, "Connection pooling")
     del DATABASE_OPTIONS["pool"]
 DATABASES = {"default": database_from_url(DATABASE_URL, options=DATABASE_OPTIONS)}
+# scores/sql.py prepares its hot statements only while this holds (pgbouncer 1.18 in transaction
+# mode cannot keep a prepared statement from one transaction to the next)
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
+# Behind a transaction pooler a server-side cursor (exports, rebuilds) would outlive its
+# transaction's server connection: DB_SERVER_SIDE_CURSORS=0 reads such results whole instead.
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = not env_bool("DB_SERVER_SIDE_CURSORS", True)
 # Several hosts (a primary and its standbys): a pooled connection is checked before each use, so
 # connections to a primary that died are replaced at once after a failover, not each answered
 # with one 503 (an empty query per checkout; one host: off, the error handling covers it).

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 
 
@@ -43,7 +44,8 @@ def fetch_prepared(sql: str, params: Mapping[str, Any] | None = None, *, prepare
     1000-match batch (the append statement took 5x longer). Callers prepare what is small."""
     started = time.monotonic()
     with prepared_cursor() as cur:
-        cur.execute(sql, params, prepare=prepare)
+        # off behind a pooler that cannot keep them (settings.DB_PREPARED_STATEMENTS)
+        cur.execute(sql, params, prepare=prepare and settings.DB_PREPARED_STATEMENTS)
         rows = cur.fetchall()
     if connection.queries_logged:
         connection.queries_log.append({"sql": sql, "time": f"{time.monotonic() - started:.3f}"})
