@@ -94,10 +94,8 @@ class HACluster:
         self.root = root.resolve() if root.exists() else root
         self.first_port = first_port
         self.user = base._service_user()
-        self.autoctl = ensure_pg_autoctl()
-        self.bindir = base.postgres_bin_dir()
-        if self.bindir is None:
-            raise base.ServiceError("PostgreSQL server binaries not found: sudo apt-get install postgresql")
+        self.autoctl = pg_autoctl_binary() or "pg_autoctl"  # installed by create() when missing
+        self.bindir = base.postgres_bin_dir() or Path("/usr/lib/postgresql/15/bin")
         self.ports: dict[str, int] = {}
         with contextlib.suppress(OSError, ValueError):
             self.ports = json.loads((self.root / "ports.json").read_text())
@@ -152,6 +150,9 @@ class HACluster:
     def create(self) -> None:
         """A fresh cluster: the monitor, then the first node (the primary), then the second
         (a base backup of the first, then its synchronous standby)."""
+        self.autoctl = ensure_pg_autoctl()
+        if base.postgres_bin_dir() is None:
+            raise base.ServiceError("PostgreSQL server binaries not found: sudo apt-get install postgresql")
         self.stop()
         if self.link.is_symlink():
             shutil.rmtree(self.link.resolve(), ignore_errors=True)

@@ -687,6 +687,8 @@ def ensure_services(*, for_tests: bool = False) -> dict[str, str]:
 
     if database_url is None or redis_url is None:
         with _local_lock():
+            if database_url is None and os.environ.get("LEADERBOARD_LOCAL_HA") == "1":
+                database_url = _local_ha()  # a primary + synchronous standby + monitor (scripts/ha.py)
             if database_url is None:
                 database_url = _local_postgres()
             if redis_url is None:
@@ -778,6 +780,14 @@ def ensure_secrets() -> dict[str, str]:
     return {name: wanted[name] or stored[name] for name in SECRET_NAMES}
 
 
+def _local_ha() -> str:
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from scripts import ha
+
+    return ha.ensure_ha().url()
+
+
 def _cluster() -> str:
     if str(REPO_ROOT) not in sys.path:  # run as a script: scripts/ is not a package on the path yet
         sys.path.insert(0, str(REPO_ROOT))
@@ -807,16 +817,18 @@ def stop_local() -> None:
         _stop_local_redis()
         if str(REPO_ROOT) not in sys.path:
             sys.path.insert(0, str(REPO_ROOT))
-        from scripts import cluster
+        from scripts import cluster, ha
 
         cluster.stop_cluster()
+        if ha.HA_DIR.exists():
+            ha.HACluster(ha.HA_DIR).stop()
     _started.clear()
 
 
 def clean_local() -> None:
     """Stop the project-local servers and delete .local/ (and the clusters, wherever they are)."""
     stop_local()
-    for link in (LOCAL_DIR / "postgres", LOCAL_DIR / "faults" / "pg"):  # service_dir()'s links
+    for link in (LOCAL_DIR / "postgres", LOCAL_DIR / "faults" / "pg", LOCAL_DIR / "ha", LOCAL_DIR / "faults" / "ha"):
         if link.is_symlink():
             shutil.rmtree(link.resolve(), ignore_errors=True)
     shutil.rmtree(LOCAL_DIR, ignore_errors=True)

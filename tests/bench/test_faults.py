@@ -5,6 +5,8 @@ than the documented 503 while Postgres is down."""
 
 from __future__ import annotations
 
+import json
+
 from bench import faults
 
 
@@ -31,6 +33,8 @@ def test_the_primary_killed_under_load_fails_over_to_its_synchronous_standby_wit
     fast 503, never another 5xx."""
     stack = faults.stack_up(ha=True)
     try:
+        health = json.loads(faults._request(stack, "GET", "/healthz")[1])
+        assert health["synchronous_standby"] == "ok", health  # a 2xx is on two machines
         outcome = faults.run_fault(stack, faults.PrimaryKilled(), seconds=16.0, rate=8.0)
     finally:
         stack.stop()
