@@ -10,6 +10,7 @@ from django.contrib.sessions.models import Session
 from django.test import RequestFactory
 from django.urls import resolve
 
+from leaderboard_project import replicas
 from leaderboard_project.replicas import _lagging_view
 from scores.models import Player
 
