@@ -15,12 +15,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+from psycopg_pool import ConnectionPool, PoolTimeout
 from psycopg_pool.base import AttemptWithBackoff
 
 RECONNECT_DELAY = 0.5  # seconds between the pool's attempts to reach Postgres again
@@ -98,9 +102,36 @@ def _host_port(item: str) -> tuple[str, str]:
 
 
 def pool_reconnect_steadily() -> None:
-    """Called once from settings: every pool of the process retries every RECONNECT_DELAY s."""
+    """Called once from settings: every pool of the process retries every RECONNECT_DELAY s, and
+    a request's waits for pooled connections share one budget (`_getconn_within_budget`)."""
     AttemptWithBackoff.INITIAL_DELAY = RECONNECT_DELAY
     AttemptWithBackoff.DELAY_BACKOFF = 1.0
+    if not getattr(ConnectionPool.getconn, "within_budget", False):
+        ConnectionPool.getconn = _getconn_within_budget(ConnectionPool.getconn)  # type: ignore[method-assign]
+
+
+# The seconds a request may still spend waiting for pooled connections, None outside a request.
+# A request whose first wait timed out (no primary) would otherwise wait again on its next
+# query (a read that falls back from a stale cache, say): 0.5 s twice is a 1 s answer.
+_pool_budget: ContextVar[list[float] | None] = ContextVar("pool_budget", default=None)
+
+
+def _getconn_within_budget(getconn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(pool: ConnectionPool, timeout: float | None = None) -> Any:
+        budget = _pool_budget.get()
+        if budget is None:
+            return getconn(pool, timeout)
+        wanted = pool.timeout if timeout is None else timeout
+        if budget[0] <= 0:
+            raise PoolTimeout("this request already spent its wait for a database connection")
+        started = time.monotonic()
+        try:
+            return getconn(pool, min(wanted, budget[0]))
+        finally:
+            budget[0] -= time.monotonic() - started
+
+    wrapper.within_budget = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def database_unavailable() -> HttpResponse:
@@ -121,7 +152,12 @@ class DatabaseUnavailableMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+        # every wait for a pooled connection in this request comes out of one DB_POOL_TIMEOUT
+        token = _pool_budget.set([settings.DATABASES["default"]["OPTIONS"].get("pool", {}).get("timeout", 0.5)])
+        try:
+            return self.get_response(request)
+        finally:
+            _pool_budget.reset(token)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, OperationalError | InterfaceError):

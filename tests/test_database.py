@@ -1,0 +1,43 @@
+"""leaderboard_project/database.py: multi-host DATABASE_URLs, and one wait for the pool per
+request while Postgres is unreachable (the fault suite measures the answers' times end to end)."""
+
+from __future__ import annotations
+
+import pytest
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from bench.server import free_port
+from leaderboard_project.database import _pool_budget, connect_params, database_from_url
+
+
+def test_a_url_with_several_hosts_becomes_libpq_host_and_port_lists_with_its_query_as_options() -> None:
+    db = database_from_url(
+        "postgres://lb:s%40cret@db1:5432,db2:5433,[::1]:5434/leaderboard?target_session_attrs=read-write&sslmode=require",
+        options={"connect_timeout": 2},
+    )
+    assert (db["HOST"], db["PORT"], db["USER"], db["PASSWORD"], db["NAME"]) == (
+        "db1,db2,::1", "5432,5433,5434", "lb", "s@cret", "leaderboard",
+    )  # fmt: skip
+    assert db["OPTIONS"] == {"target_session_attrs": "read-write", "sslmode": "require", "connect_timeout": 2}
+    params = connect_params(db)
+    assert params["host"] == "db1,db2,::1" and params["target_session_attrs"] == "read-write"
+    one_port = database_from_url("postgres://u@h1:5432,h2:5432/db", options={})
+    assert one_port["PORT"] == "5432"
+    with pytest.raises(ValueError):
+        database_from_url("postgres://u@h1:5432,h2/db", options={})
+
+
+def test_a_request_waits_for_an_unreachable_database_once_not_on_every_query() -> None:
+    pool = ConnectionPool(
+        f"host=127.0.0.1 port={free_port()} dbname=x connect_timeout=2", min_size=0, max_size=1, timeout=0.2
+    )
+    pool.open()
+    token = _pool_budget.set([0.2])
+    try:
+        with pytest.raises(PoolTimeout, match="couldn't get a connection"):  # the one wait
+            pool.getconn()
+        with pytest.raises(PoolTimeout, match="already spent"):  # then at once
+            pool.getconn()
+    finally:
+        _pool_budget.reset(token)
+        pool.close()
