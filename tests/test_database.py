@@ -29,7 +29,7 @@ def test_a_url_with_several_hosts_becomes_libpq_host_and_port_lists_with_its_que
 
 def test_a_request_waits_for_an_unreachable_database_once_not_on_every_query() -> None:
     pool = ConnectionPool(
-        f"host=127.0.0.1 port={free_port()} dbname=x connect_timeout=2", min_size=0, max_size=1, timeout=0.2
+        f"host=127.0.0.1 port={free_port()} dbname=x connect_timeout=2", min_size=0, max_size=1, timeout=0.2, open=False
     )
     pool.open()
     token = _pool_budget.set([0.2])
