@@ -16,6 +16,11 @@ while Postgres is down), any other 5xx or no answer, the slowest submission
 while the fault lasted, and the recovery time (from the heal to the first fully healthy
 answer: a 2xx submission and a /top that is not degraded). Exit status 1 on any loss.
 
+The primary-killed fault runs on a stack of its own whose Postgres is a pg_auto_failover primary,
+synchronous standby and monitor (scripts/ha.py), reached through a multi-host DATABASE_URL; its
+"writes back" column is the time from the kill to the first acknowledged submission after the
+last refused one.
+
 A new fault is one class: a name, inject(stack) and heal(stack) (see FAULTS).
 
 Over 400 lines on purpose: one class per fault plus the servers it starts and breaks; a new fault is one class added to FAULTS.
