@@ -374,7 +374,7 @@ def _request(stack: Stack, method: str, path: str, body: bytes = b"", sign: bool
         conn.request(method, path, body=body or None, headers=headers)
         response = conn.getresponse()
         return response.status, response.read()
-    except OSError:
+    except (OSError, http.client.HTTPException):  # no answer, or not an HTTP one
         return 0, b""
     finally:
         conn.close()
