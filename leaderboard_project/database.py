@@ -150,10 +150,11 @@ class DatabaseUnavailableMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
+        self.pool_wait = float(settings.DATABASES["default"]["OPTIONS"].get("pool", {}).get("timeout", 0.5))
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         # every wait for a pooled connection in this request comes out of one DB_POOL_TIMEOUT
-        token = _pool_budget.set([settings.DATABASES["default"]["OPTIONS"].get("pool", {}).get("timeout", 0.5)])
+        token = _pool_budget.set([self.pool_wait])
         try:
             return self.get_response(request)
         finally:
