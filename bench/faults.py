@@ -239,28 +239,33 @@ def stack_up(*, ha: bool = False) -> Stack:
     redis = LocalRedis(FAULTS_DIR)
     log(f"starting PostgreSQL ({'primary + synchronous standby' if ha else 'one server'}) and Redis on "
         f"127.0.0.1:{redis.port} under {FAULTS_DIR}")  # fmt: skip
-    pg.create()
-    redis.start()
-    port = _free_port(58080)
-    env = {
-        **os.environ,
-        **services.ensure_secrets(),
-        "DATABASE_URL": pg.url,
-        "REDIS_URL": redis.url,
-        "CELERY_BROKER_URL": redis.url,
-        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
-        "DEBUG": "0",
-        "ANTICHEAT_ASYNC_CHECKS": "0",
-        "PYTHONUNBUFFERED": "1",
-    }
-    stack = Stack(pg, redis, port, env)
-    stack.manage("migrate", "--noinput")
-    stack.manage("apply_game_config", str(GAME_FILE))
-    key = json.loads(stack.manage("create_server_key", GAME, "faults"))
-    stack.key_id, stack.secret = key["key_id"], key["secret"]
-    for name in ("web", "projector", "worker", "beat"):
-        stack.start(name)
-    _wait("web", lambda: _request(stack, "GET", "/healthz")[0] == 200, timeout=90)
+    # the HA stack's web port apart from the plain one's: a plain stack just stopped may still
+    # hold its port for a moment
+    stack = Stack(pg, redis, _free_port(58280 if ha else 58080), {})
+    try:
+        pg.create()
+        redis.start()
+        stack.env = {
+            **os.environ,
+            **services.ensure_secrets(),
+            "DATABASE_URL": pg.url,
+            "REDIS_URL": redis.url,
+            "CELERY_BROKER_URL": redis.url,
+            "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
+            "DEBUG": "0",
+            "ANTICHEAT_ASYNC_CHECKS": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
+        stack.manage("migrate", "--noinput")
+        stack.manage("apply_game_config", str(GAME_FILE))
+        key = json.loads(stack.manage("create_server_key", GAME, "faults"))
+        stack.key_id, stack.secret = key["key_id"], key["secret"]
+        for name in ("web", "projector", "worker", "beat"):
+            stack.start(name)
+        _wait("web", lambda: _request(stack, "GET", "/healthz")[0] == 200, timeout=90)
+    except BaseException:  # nothing of a stack that did not come up is left running
+        stack.stop()
+        raise
     return stack
 
 
