@@ -282,7 +282,7 @@ def check_mirrored_players(run: Run, game: int, acked: list[str]) -> dict[str, A
     Redis score of every player the acknowledged matches touched against Postgres' value."""
     board = run.board
     deadline = time.monotonic() + ingest.MIRROR_WAIT_SECONDS
-    key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
+    key = f"lb:{{{board.id}}}:all"  # rediskit/keys.py board_key()
     while True:
         rows = run.pg.execute(
             """

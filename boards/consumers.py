@@ -25,7 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
 
 from boards import live
-from boards.redis import REDIS_DOWN, log_unavailable
+from rediskit.client import REDIS_DOWN, log_unavailable
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,10 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 from redis.cluster import RedisCluster
 
-from boards import histogram, index, keys, services
-from boards.redis import get_redis
+from boards import histogram, index, services
+
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board
 from scores.selectors import values_updated_since, window_random_players, window_sample
 from scores.windows import ROLLING_WINDOWS

@@ -26,8 +26,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from boards import index, keys
-from boards.redis import REDIS_DOWN
+from boards import index
+
+from rediskit import keys
+from rediskit.client import REDIS_DOWN
 from scores import encoding, windows
 from scores.models import Game
 from scores.selectors import BoardConfig, cached_game_config

@@ -38,10 +38,12 @@ from django.conf import settings
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from boards import keys, selectors
+from boards import selectors
+
+from rediskit import keys
 from boards.profiles import friend_pks
-from boards.redis import REDIS_DOWN, get_redis, log_unavailable
-from boards.scripts import script
+from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
+from rediskit.scripts import script
 from scores import encoding, windows
 from scores.auth import player_from_token
 from scores.selectors import BoardConfig, cached_board, cached_game, cached_game_config_of_board, player_of_user

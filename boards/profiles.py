@@ -10,8 +10,8 @@ import time
 
 from django.core.cache import cache
 
-from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, get_redis
 from scores import selectors
 from scores.selectors import BoardConfig, Profile
 

@@ -8,7 +8,7 @@ from django.dispatch import receiver
 
 from boards import live, services
 from boards.profiles import friends_cache_forget
-from boards.redis import REDIS_DOWN, log_unavailable
+from rediskit.client import REDIS_DOWN, log_unavailable
 from scores.models import Board
 from scores.selectors import config_cache_clear
 from scores.signals import boards_resharded, friends_changed, score_accepted, values_rewritten

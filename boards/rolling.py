@@ -32,7 +32,9 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from boards import index, keys
+from boards import index
+
+from rediskit import keys
 from boards.services import BUILD_KEY_TTL, REBUILD_CHUNK
 from scores import encoding
 from scores.models import Board

@@ -17,10 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from boards import index, keys, sharded
+from boards import index, sharded
+
+from rediskit import keys
 from boards.profiles import friend_pks, profiles_of
-from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
-from boards.scripts import script
+from rediskit.client import REDIS_DOWN, BoardIndexNotBuilt, get_redis
+from rediskit.scripts import script
 from scores import encoding, selectors
 from scores.selectors import BoardConfig, DurableSlice, Profile
 

@@ -20,8 +20,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from boards import index, keys
-from boards.redis import REDIS_DOWN, get_redis, log_unavailable
+from boards import index
+
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
 from scores.models import Board, BoardOutbox
 from scores.selectors import board_values_stream, values_of, values_updated_since, window_expiry
 from scores.windows import ROLLING_WINDOWS

@@ -2,7 +2,7 @@
 several sorted sets (`shards`), and every board on a Redis Cluster. See docs/reads.md
 ("Sharded boards").
 
-Each read asks every shard of the window in one pipeline (boards/lua/shard.lua, one key per
+Each read asks every shard of the window in one pipeline (rediskit/lua/shard.lua, one key per
 call, so one slot), together with the index's built marker, and merges the answers in the
 contract's order (section 6):
 
@@ -25,7 +25,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from boards import histogram, index, keys
+from boards import histogram, index
+
+from rediskit import keys
 from boards import selectors as sel
 from boards.profiles import profiles_of
 from scores import encoding

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
-from boards.breaker import guarded_connection_class
+from rediskit.breaker import guarded_connection_class
 from leaderboard_project.database import pool_reconnect_steadily
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -171,7 +171,7 @@ CACHES = {
             "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             # after the first timeout or refusal, fail at once until Redis answers again
-            # (boards/breaker.py): a hung Redis costs one timeout, not one per command
+            # (rediskit/breaker.py): a hung Redis costs one timeout, not one per command
             "CONNECTION_POOL_KWARGS": {"connection_class": guarded_connection_class(REDIS_URL)},
             # The cache is an optimisation: a Redis outage must not turn reads into 5xx.
             "IGNORE_EXCEPTIONS": True,

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
-from boards.redis import get_redis
+from rediskit.client import get_redis
 from monitoring import heartbeats, lag
 from scores.projection import ALL_PARTITIONS
 from scores.projection.runner import owned_partitions, ranges

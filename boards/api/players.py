@@ -29,7 +29,7 @@ from boards.api.common import (
     resolved_window,
 )
 from boards.profiles import friend_pks, player_pk, player_pk_cached
-from boards.redis import REDIS_DOWN
+from rediskit.client import REDIS_DOWN
 from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import NotFound
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication

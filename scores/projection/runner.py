@@ -195,11 +195,6 @@ class Projector:
         for _ in self._listen.notifies(timeout=seconds, stop_after=1):
             break
 
-    def _drain_notifications(self) -> None:
-        assert self._listen is not None
-        for _ in self._listen.notifies(timeout=0):
-            pass
-
     def _report(self) -> None:
         t = self.totals
         log.info(

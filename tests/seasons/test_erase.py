@@ -15,8 +15,8 @@ from django.test import Client
 
 from anticheat.models import AuditEntry
 from anticheat.services import Actor, player_erase
-from boards import keys
-from boards.redis import get_redis
+from rediskit import keys
+from rediskit.client import get_redis
 from boards.selectors import board_range
 from boards.services import outbox_drain
 from scores.models import Board, Game, Match, Player, PlayerValue

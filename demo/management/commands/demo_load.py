@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.redis import REDIS_DOWN
+from rediskit.client import REDIS_DOWN
 from demo import load as demo
 from demo.friends import demo_friends_heal
 

@@ -3,7 +3,7 @@ page.lua: one page of a board in a single round trip, with what the reader needs
 the contract's last tie-break (player id) and shared ranks.
 
 KEYS[1]  the board window's sorted set
-KEYS[2]  the index's built marker (boards/keys.py built_marker): while it is missing (Redis
+KEYS[2]  the index's built marker (rediskit/keys.py built_marker): while it is missing (Redis
          restarted empty, a rebuild under way) the board may be partial, and the script says so
 KEYS[3..] optional: rate-limit counters, as throttle.lua takes them, so a throttled read costs
          one round trip (boards/api.py folds a player's own rank read into it)
