@@ -182,7 +182,6 @@ def tail(url: str, n: int) -> None:
     from django.conf import settings
 
     from boards import histogram, index
-
     from rediskit import keys
     from scores import encoding
     from scores.selectors import BoardConfig
@@ -255,7 +254,6 @@ def primary_killed(url: str, seconds: float) -> None:
     from redis.cluster import RedisCluster
 
     from boards import index, tasks
-
     from rediskit import keys
     from scores.auth import sign
     from scores.models import PlayerValue

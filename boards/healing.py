@@ -26,7 +26,6 @@ from django.utils import timezone
 from redis.cluster import RedisCluster
 
 from boards import histogram, index, services
-
 from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Board

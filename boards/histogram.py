@@ -27,7 +27,6 @@ from typing import Any
 from django.utils import timezone
 
 from boards import index
-
 from rediskit import keys
 from rediskit.client import REDIS_DOWN
 from scores import encoding, windows

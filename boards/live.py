@@ -39,9 +39,8 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from boards import selectors
-
-from rediskit import keys
 from boards.profiles import friend_pks
+from rediskit import keys
 from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
 from rediskit.scripts import script
 from scores import encoding, windows

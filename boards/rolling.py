@@ -33,9 +33,8 @@ from zoneinfo import ZoneInfo
 from django.utils import timezone
 
 from boards import index
-
-from rediskit import keys
 from boards.services import BUILD_KEY_TTL, REBUILD_CHUNK
+from rediskit import keys
 from scores import encoding
 from scores.models import Board
 from scores.selectors import best_over_days_stream, totals_over_days_stream

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from boards import index, sharded
-
-from rediskit import keys
 from boards.profiles import friend_pks, profiles_of
+from rediskit import keys
 from rediskit.client import REDIS_DOWN, BoardIndexNotBuilt, get_redis
 from rediskit.scripts import script
 from scores import encoding, selectors

@@ -21,7 +21,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from boards import index
-
 from rediskit import keys
 from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
 from scores.models import Board, BoardOutbox

@@ -26,10 +26,9 @@ import math
 from typing import Any
 
 from boards import histogram, index
-
-from rediskit import keys
 from boards import selectors as sel
 from boards.profiles import profiles_of
+from rediskit import keys
 from scores import encoding
 from scores.selectors import BoardConfig, Profile
 

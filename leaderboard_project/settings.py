@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 
-from rediskit.breaker import guarded_connection_class
 from leaderboard_project.database import pool_reconnect_steadily
+from rediskit.breaker import guarded_connection_class
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
-from rediskit.client import get_redis
 from monitoring import heartbeats, lag
+from rediskit.client import get_redis
 from scores.projection import ALL_PARTITIONS
 from scores.projection.runner import owned_partitions, ranges
 

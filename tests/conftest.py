@@ -11,11 +11,10 @@ from django.test import Client
 from redis.cluster import RedisCluster
 
 from boards import index
-
-from rediskit import keys
 from boards.api import TopApi
-from rediskit.breaker import breakers_reset
 from boards.profiles import local_caches_clear
+from rediskit import keys
+from rediskit.breaker import breakers_reset
 from rediskit.client import get_redis
 from scores.auth import sign
 from scores.models import Board

@@ -29,9 +29,9 @@ from boards.api.common import (
     resolved_window,
 )
 from boards.profiles import friend_pks, player_pk, player_pk_cached
-from rediskit.client import REDIS_DOWN
 from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import NotFound
+from rediskit.client import REDIS_DOWN
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
 from scores.ids import player_id_check
 from scores.models import ServerKey

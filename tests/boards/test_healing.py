@@ -11,7 +11,6 @@ import pytest
 from django.test import Client
 
 from boards import healing, index
-
 from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Board, PlayerValue

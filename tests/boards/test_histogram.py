@@ -14,11 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boards import histogram, tasks
-
-from rediskit import keys
 from boards.histogram import Bucket, Histogram, approximate_rank, histogram_build, histograms_refresh
-from rediskit.client import get_redis
 from boards.rolling import rolling_windows_refresh
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board
 from scores.selectors import cached_board
 from tests.boards.conftest import URL, submit

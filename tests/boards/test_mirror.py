@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from boards import index, services
-
 from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Board, BoardOutbox, PlayerValue

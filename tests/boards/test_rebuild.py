@@ -8,7 +8,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from boards import index, services
-
 from rediskit import keys
 from scores.models import Board, PlayerValue
 from tests.boards.conftest import member_key, set_keys

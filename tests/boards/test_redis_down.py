@@ -14,7 +14,6 @@ from django.test import override_settings
 from redis import Redis
 
 from boards import services
-
 from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Board, BoardOutbox, PlayerValue

@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boards import histogram, index
-
 from rediskit import keys
 from scores.config import ConfigError, parse_game_config
 from scores.models import Board

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client, override_settings
 
+from boards.services import board_index_heal
 from rediskit import breaker, keys
 from rediskit.breaker import GuardedConnection, RedisUnavailable
 from rediskit.client import get_redis
-from boards.services import board_index_heal
 from scores.models import BoardOutbox, Match
 from tests.boards.test_redis_down import URL, ThrowawayRedis, _match
 from tests.conftest import SignedClient

@@ -9,7 +9,6 @@ import pytest
 from django.utils import timezone
 
 from boards import index
-
 from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Match, PlayerValue, Result

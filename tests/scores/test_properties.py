@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boards import selectors
-
 from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Board, PlayerValue

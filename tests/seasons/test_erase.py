@@ -15,10 +15,10 @@ from django.test import Client
 
 from anticheat.models import AuditEntry
 from anticheat.services import Actor, player_erase
-from rediskit import keys
-from rediskit.client import get_redis
 from boards.selectors import board_range
 from boards.services import outbox_drain
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, Game, Match, Player, PlayerValue
 from scores.selectors import cached_board
 from seasons import services
