@@ -139,7 +139,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
         self.pk = sub.player_pk
         self.friends: set[int] = set()
         self.friends_at = 0.0
-        self.snapshot: dict[int, live.Standing] | None = None
+        self.snapshot: dict[int, live.LiveStanding] | None = None
         self.group = live.group_name(sub.board.id, sub.window)
         self.hub = hub()
         await self.channel_layer.group_add(self.group, self.channel_name)

@@ -40,10 +40,10 @@ FAILOVER_MARGIN = timedelta(seconds=60)  # before the last check that saw the ol
 
 @dataclass
 class SampleReport:
-    windows: int = 0  # live board windows sampled
-    sampled: int = 0  # members compared with Postgres, from both sides
-    drift: int = 0  # of those, values the sorted sets had wrong or missing
-    repaired: int = 0  # written back from Postgres
+    windows: int = 0
+    sampled: int = 0
+    drift: int = 0  # values the sorted sets had wrong or missing
+    repaired: int = 0
 
 
 def index_sample_check(*, per_window: int = SAMPLE, now: datetime | None = None) -> SampleReport:

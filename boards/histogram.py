@@ -84,8 +84,8 @@ class Histogram:
 
 @dataclass
 class HistogramReport:
-    windows: int = 0  # current board windows looked at
-    built: int = 0  # histograms rebuilt
+    windows: int = 0
+    built: int = 0
     skipped: int = 0  # unchanged since their last refresh
     seconds: float = 0.0
 

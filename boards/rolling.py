@@ -45,9 +45,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RollingReport:
-    boards: int = 0  # boards that keep rolling windows
-    windows: int = 0  # rolling sorted sets built or refreshed
-    entries: int = 0  # members written to them
+    boards: int = 0
+    windows: int = 0
+    entries: int = 0
     seconds: float = 0.0
 
 
