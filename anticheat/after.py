@@ -19,8 +19,8 @@ from anticheat.models import BoardStats
 from anticheat.rules import Verdict, stats_cache_clear
 from anticheat.services import Actor, match_flag, match_hold
 from anticheat.thresholds import Thresholds, thresholds_for
-from boards import keys
-from boards.redis import get_redis
+from rediskit import keys
+from rediskit.client import get_redis
 from scores import encoding, history
 from scores.models import Game, Match
 from scores.selectors import GameConfig, game_config

@@ -64,13 +64,13 @@ class MatchVoidApi(ModerationApiView):
 class MatchApproveApi(ModerationApiView):
     @extend_schema(
         operation_id="matches_approve",
+        summary="Approve a held match: it counts as if accepted on arrival",
         request=ApproveInSerializer,
         responses={
             200: ModerationOutSerializer,
             409: OpenApiResponse(ErrorBodySerializer, description="the match was voided"),
             **MODERATION_ERRORS,
         },
-        summary="Approve a held match: it counts as if accepted on arrival",
     )
     def post(self, request: Request, game: str, match_id: str) -> Response:
         body = ApproveInSerializer(data=request.data or {})

@@ -43,7 +43,7 @@ _KIND_ORDER = {"all": 0, "season": 1, "monthly": 2, "weekly": 3, "daily": 4}
 
 
 @dataclass(frozen=True)
-class Standing:
+class PreviewStanding:
     value: int | None  # None: no value in the window
     rank: int | None
     total: int  # ranked players in the window
@@ -57,8 +57,8 @@ class ValueChange:
     player_id: int
     player: str
     display_name: str
-    before: Standing
-    after: Standing
+    before: PreviewStanding
+    after: PreviewStanding
 
     @property
     def removed(self) -> bool:
@@ -169,7 +169,7 @@ def _preview(game: Game, apply: Apply, reason: str, pks: list[int]) -> VoidPrevi
     boards_by_id = {b.id: b for b in config.boards.values()}
     players, boards = _scope(pks)
     before = _values(players, boards)
-    after_ranks: dict[Ref, Standing] = {}
+    after_ranks: dict[Ref, PreviewStanding] = {}
     refreezes: list[Refreeze] = []
     windows: list[tuple[int, str]] = []
     try:
@@ -231,9 +231,9 @@ def _plan(pks: Sequence[int], before: dict[Ref, int], after: dict[Ref, int]) -> 
 
 def _standings(
     boards: dict[int, BoardConfig], windows: list[tuple[int, str]], players: list[int]
-) -> dict[Ref, Standing]:
+) -> dict[Ref, PreviewStanding]:
     """The players' value and rank per window, in the contract's order, from Postgres."""
-    out: dict[Ref, Standing] = {}
+    out: dict[Ref, PreviewStanding] = {}
     for board_id, window in windows:
         board = boards[board_id]
         in_window = PlayerValue.objects.filter(board_id=board_id, window=window)
@@ -242,9 +242,9 @@ def _standings(
         found, _ = durable_standings(board, window=window, pks=players)
         for pk, (_, position, better) in found.items():
             rank = better + 1 if board.rank_display == "shared" else position + 1
-            out[(board_id, window, pk)] = Standing(values[pk], rank, total)
+            out[(board_id, window, pk)] = PreviewStanding(values[pk], rank, total)
         for pk in players:
-            out.setdefault((board_id, window, pk), Standing(None, None, total))
+            out.setdefault((board_id, window, pk), PreviewStanding(None, None, total))
     return out
 
 
@@ -252,8 +252,8 @@ def _changes(
     boards: dict[int, BoardConfig],
     windows: list[tuple[int, str]],
     players: list[int],
-    before: dict[Ref, Standing],
-    after: dict[Ref, Standing],
+    before: dict[Ref, PreviewStanding],
+    after: dict[Ref, PreviewStanding],
 ) -> list[ValueChange]:
     names = dict(Player.objects.filter(pk__in=players).values_list("pk", "external_id"))
     display = dict(Player.objects.filter(pk__in=players).values_list("pk", "display_name"))

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.dispatch import receiver
 
-from boards.redis import REDIS_DOWN, log_unavailable
+from rediskit.client import REDIS_DOWN, log_unavailable
 from scores.signals import matches_applied
 
 log = logging.getLogger(__name__)

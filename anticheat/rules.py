@@ -22,9 +22,9 @@ from django.db import connection
 
 from anticheat.models import BoardStats
 from anticheat.thresholds import Thresholds, thresholds_for
-from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
-from boards.scripts import script
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, get_redis
+from rediskit.scripts import script
 from scores import encoding, history, pgarrays
 from scores.models import ServerKey
 from scores.selectors import BoardConfig, GameConfig
@@ -166,7 +166,7 @@ def rate_count(game_id: int, per_player: dict[str, int], now: datetime) -> dict[
     """Add a request's new matches to their players' counters; return each player's count in
     the current window (a fixed 60 s window that opens at the player's first match).
 
-    In Redis, one script call (boards/lua/match_rate.lua). With Redis unreachable the count
+    In Redis, one script call (rediskit/lua/match_rate.lua). With Redis unreachable the count
     falls back to a Postgres upsert (anticheat_submissionrate), inside the request's
     transaction: the rule keeps holding during an outage, at the cost of a row write."""
     players = sorted(per_player)  # one lock order for concurrent requests

@@ -1,6 +1,7 @@
-"""Moderation writes (contract section 8): void, approve, hold after the fact, bulk voids,
-key revocation, and the statistics the rules compare against. The admin, the API and the
-Celery checks all go through these; each writes its audit entries in its own transaction.
+"""Moderation writes (contract section 8): void, approve, hold and flag, bulk voids (by player,
+by server key), erasing a player, key revocation. The admin, the API and the Celery checks
+all go through these; each writes its audit entries in its own transaction (the statistics
+the rules compare against are anticheat/after.py's).
 
 Void-and-rewrite: the match's status changes with a conditional UPDATE, each affected player's
 value per board and window is recomputed in SQL from their remaining accepted matches

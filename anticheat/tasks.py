@@ -4,12 +4,6 @@ from anticheat import after
 
 
 @shared_task(ignore_result=True)
-def check_matches(match_pks: list[int]) -> int:
-    """The heavier checks on accepted matches, after the fact; holds what they find."""
-    return after.matches_check(match_pks=match_pks)
-
-
-@shared_task(ignore_result=True)
 def check_pending() -> int:
     """The heavier checks on every accepted match queued since the last drain."""
     return after.checks_drain()

@@ -70,7 +70,7 @@ def use(topology: str, url: str) -> None:
     from redis.cluster import RedisCluster
 
     from boards import index
-    from boards.redis import get_redis
+    from rediskit.client import get_redis
     from scores.selectors import config_cache_clear
 
     settings.REDIS_CLUSTER_URL = url if topology == "cluster" else ""
@@ -142,7 +142,8 @@ def fanout(url: str, players: int) -> None:
 
 
 def _fanout_one(url: str, topology: str, shards: int, players: int, windows: list[str]) -> None:
-    from boards import index, keys, selectors, services
+    from boards import index, selectors, services
+    from rediskit import keys
 
     use(topology, url)
     cfg, pks, values, _, _ = game(f"bench-{topology}", shards, players)
@@ -180,7 +181,8 @@ def _fanout_one(url: str, topology: str, shards: int, players: int, windows: lis
 def tail(url: str, n: int) -> None:
     from django.conf import settings
 
-    from boards import histogram, index, keys
+    from boards import histogram, index
+    from rediskit import keys
     from scores import encoding
     from scores.selectors import BoardConfig
 
@@ -251,7 +253,8 @@ def primary_killed(url: str, seconds: float) -> None:
     from django.test import Client
     from redis.cluster import RedisCluster
 
-    from boards import index, keys, tasks
+    from boards import index, tasks
+    from rediskit import keys
     from scores.auth import sign
     from scores.models import PlayerValue
     from scripts import cluster

@@ -171,7 +171,7 @@ def _mirror_state(pg: psycopg.Connection, r: redis.Redis, board: environment.Boa
         "SELECT player_id, encoded FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board.id,)
     ).fetchall()
     in_postgres = {int(p): int(e) for p, e in rows}
-    key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
+    key = f"lb:{{{board.id}}}:all"  # rediskit/keys.py board_key()
     in_redis = {int(m): int(s) for m, s in r.zrange(key, 0, -1, withscores=True)}
     differing = sum(1 for p, e in in_postgres.items() if p in in_redis and in_redis[p] != e)
     outbox = pg.execute("SELECT count(*) FROM scores_boardoutbox").fetchone()[0]  # type: ignore[index]

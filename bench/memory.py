@@ -245,7 +245,7 @@ def rebuild(
     """boards_rebuild(boards=[board]) in this process, with Django configured for the bench."""
     env.setup_django()
     from boards import services as board_services
-    from boards.redis import get_redis
+    from rediskit.client import get_redis
     from scores.models import Board
 
     service_db = int(get_redis().connection_pool.connection_kwargs.get("db", 0))
@@ -351,7 +351,7 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
         board = environment.board_info(pg, args.board)
         environment.log(f"generating {args.players:,} encoded scores")
         values = random_values(board, args.players, random.Random(args.seed))
-        key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
+        key = f"lb:{{{board.id}}}:all"  # rediskit/keys.py board_key()
         environment.log("loading the sorted set with integer members")
         memory = [measure_sorted_set(r, key, str, values, "player pk (as stored)")]
         environment.log("loading the sorted set with 15-character members")

@@ -153,7 +153,7 @@ class Fixture:
 def _django(env: environment.BenchEnv) -> None:
     """Configure Django in this process for the bench database and Redis db 2 (as bench.memory does)."""
     env.setup_django()
-    from boards.redis import get_redis
+    from rediskit.client import get_redis
 
     service_db = int(get_redis().connection_pool.connection_kwargs.get("db", 0))
     if service_db != environment.BENCH_REDIS_DB:
@@ -210,7 +210,7 @@ def set_up(
     report = board_services.boards_rebuild(boards=[board_obj, *Board.objects.exclude(id=board.id)])
     rebuild_seconds = time.perf_counter() - rebuild_started
     memory_after = int(r.info("memory")["used_memory"])
-    set_key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
+    set_key = f"lb:{{{board.id}}}:all"  # rediskit/keys.py board_key()
     members = int(r.zcard(set_key))
     if members != args.players:
         raise environment.BenchError(f"the rebuilt board holds {members:,} members, expected {args.players:,}")

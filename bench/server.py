@@ -218,15 +218,15 @@ class ProcessGroup:
 
 def background_commands(schedule_dir: Path, *, celery: bool = True, projectors: int = 1) -> dict[str, list[str]]:
     """The processes `make run` starts beside the web tier (scripts/run.py): the projector(s)
-    (each owning an equal share of the partitions), and the Celery worker and beat."""
-    from scores.locks import PARTITIONS  # importable without Django's settings
+    (each owning an equal share of the lanes), and the Celery worker and beat."""
+    from scores.locks import LANES  # importable without Django's settings
 
     commands: dict[str, list[str]] = {}
-    share = -(-PARTITIONS // projectors)
+    share = -(-LANES // projectors)
     for i in range(projectors):
-        first, last = i * share, min(PARTITIONS, (i + 1) * share) - 1
+        first, last = i * share, min(LANES, (i + 1) * share) - 1
         commands[f"projector{i if projectors > 1 else ''}"] = [
-            str(VENV_BIN / "python"), "manage.py", "projector", "--partitions", f"{first}-{last}",
+            str(VENV_BIN / "python"), "manage.py", "projector", "--lanes", f"{first}-{last}",
         ]  # fmt: skip
     if celery:
         commands["worker"] = [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",

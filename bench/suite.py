@@ -282,7 +282,7 @@ def check_mirrored_players(run: Run, game: int, acked: list[str]) -> dict[str, A
     Redis score of every player the acknowledged matches touched against Postgres' value."""
     board = run.board
     deadline = time.monotonic() + ingest.MIRROR_WAIT_SECONDS
-    key = f"lb:{{{board.id}}}:all"  # boards/keys.py board_key()
+    key = f"lb:{{{board.id}}}:all"  # rediskit/keys.py board_key()
     while True:
         rows = run.pg.execute(
             """
@@ -803,7 +803,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--server", choices=tuple(SERVERS), default=DEFAULT_SERVER,
                         help=f"serving setup (bench/server.py; default {DEFAULT_SERVER}, what `make run` starts)")  # fmt: skip
     parser.add_argument("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
-    parser.add_argument("--projectors", type=int, default=1, help="projector processes, partitions split (default 1)")
+    parser.add_argument("--projectors", type=int, default=1, help="projector processes, lanes split (default 1)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
     parser.add_argument("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
     args = parser.parse_args(argv)

@@ -25,7 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import timezone
 
 from boards import live
-from boards.redis import REDIS_DOWN, log_unavailable
+from rediskit.client import REDIS_DOWN, log_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
         self.pk = sub.player_pk
         self.friends: set[int] = set()
         self.friends_at = 0.0
-        self.snapshot: dict[int, live.Standing] | None = None
+        self.snapshot: dict[int, live.LiveStanding] | None = None
         self.group = live.group_name(sub.board.id, sub.window)
         self.hub = hub()
         await self.channel_layer.group_add(self.group, self.channel_name)

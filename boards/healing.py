@@ -25,8 +25,9 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 from redis.cluster import RedisCluster
 
-from boards import histogram, index, keys, services
-from boards.redis import get_redis
+from boards import histogram, index, services
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board
 from scores.selectors import values_updated_since, window_random_players, window_sample
 from scores.windows import ROLLING_WINDOWS
@@ -39,10 +40,10 @@ FAILOVER_MARGIN = timedelta(seconds=60)  # before the last check that saw the ol
 
 @dataclass
 class SampleReport:
-    windows: int = 0  # live board windows sampled
-    sampled: int = 0  # members compared with Postgres, from both sides
-    drift: int = 0  # of those, values the sorted sets had wrong or missing
-    repaired: int = 0  # written back from Postgres
+    windows: int = 0
+    sampled: int = 0
+    drift: int = 0  # values the sorted sets had wrong or missing
+    repaired: int = 0
 
 
 def index_sample_check(*, per_window: int = SAMPLE, now: datetime | None = None) -> SampleReport:

@@ -26,8 +26,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from boards import index, keys
-from boards.redis import REDIS_DOWN
+from boards import index
+from rediskit import keys
+from rediskit.client import REDIS_DOWN
 from scores import encoding, windows
 from scores.models import Game
 from scores.selectors import BoardConfig, cached_game_config
@@ -83,8 +84,8 @@ class Histogram:
 
 @dataclass
 class HistogramReport:
-    windows: int = 0  # current board windows looked at
-    built: int = 0  # histograms rebuilt
+    windows: int = 0
+    built: int = 0
     skipped: int = 0  # unchanged since their last refresh
     seconds: float = 0.0
 

@@ -3,7 +3,7 @@ index's built marker.
 
 With REDIS_CLUSTER_URL set, a Redis Cluster (redis-py's RedisCluster, which learns the slots
 from any node and follows MOVED and failovers); unset, the one Redis of REDIS_URL, as before
-(boards/redis.get_redis, behind the circuit breaker). REDIS_URL always keeps the Celery broker,
+(rediskit/client.get_redis, behind the circuit breaker). REDIS_URL always keeps the Celery broker,
 the channel layer, the cache, the outbox bookkeeping and the live-update state.
 
 Every call that touches several board keys goes through batch() or pipeline(): one pipeline
@@ -22,9 +22,9 @@ from redis import Redis
 from redis.cluster import REPLICA, LoadBalancingStrategy, RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
-from boards import keys
-from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
-from boards.scripts import script
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, BoardIndexNotBuilt, get_redis
+from rediskit.scripts import script
 from scores.selectors import cached_game_config_of_board
 
 _clients: dict[tuple[str, bool], RedisCluster] = {}

@@ -38,10 +38,11 @@ from django.conf import settings
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from boards import keys, selectors
+from boards import selectors
 from boards.profiles import friend_pks
-from boards.redis import REDIS_DOWN, get_redis, log_unavailable
-from boards.scripts import script
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
+from rediskit.scripts import script
 from scores import encoding, windows
 from scores.auth import player_from_token
 from scores.selectors import BoardConfig, cached_board, cached_game, cached_game_config_of_board, player_of_user
@@ -315,7 +316,7 @@ def subscription_open(
 
 
 @dataclass(frozen=True)
-class Standing:
+class LiveStanding:
     """One player's place on a board window (contract order)."""
 
     position: int  # 0-based
@@ -325,11 +326,11 @@ class Standing:
     display_name: str
 
 
-def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int, Standing]:
+def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int, LiveStanding]:
     """Where each of these players stands (those with a score): one friends.lua round trip (on a
     sharded board or a cluster, one per shard: boards/sharded.py) per
     STANDINGS_CHUNK players, with the reads' exact tie-break. Raises if Redis is down."""
-    out: dict[int, Standing] = {}
+    out: dict[int, LiveStanding] = {}
     shared = board.rank_display == "shared"
     for i in range(0, len(pks), STANDINGS_CHUNK):
         # the friends board's reader: the same positions the HTTP reads give
@@ -337,7 +338,7 @@ def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int,
         for pk, (encoded, position, better) in found.items():
             p = profiles[pk]
             rank = better + 1 if shared else position + 1
-            out[pk] = Standing(position, rank, encoding.decode_value(board, encoded), p.external_id, p.display_name)
+            out[pk] = LiveStanding(position, rank, encoding.decode_value(board, encoded), p.external_id, p.display_name)
     return out
 
 
@@ -345,18 +346,18 @@ def friends_of(pk: int) -> list[int]:
     return friend_pks(pk)
 
 
-def rank_text(me: Standing | None) -> str:
+def rank_text(me: LiveStanding | None) -> str:
     body = {"type": "rank", "rank": me.rank if me else None, "score": me.score if me else None}
     return json.dumps(body, separators=(",", ":"))
 
 
-def passed_text(by: Standing, me: Standing) -> str:
+def passed_text(by: LiveStanding, me: LiveStanding) -> str:
     body = {"type": "passed", "by": {"player": by.player, "display_name": by.display_name}, "rank": me.rank}
     return json.dumps(body, separators=(",", ":"))
 
 
 def player_messages(
-    pk: int, friends: set[int], before: dict[int, Standing] | None, after: dict[int, Standing]
+    pk: int, friends: set[int], before: dict[int, LiveStanding] | None, after: dict[int, LiveStanding]
 ) -> list[str]:
     """What a player's socket is told when the board changed from `before` to `after` (None:
     nothing sent yet): their rank when it or the score moved, then one `passed` per friend who
@@ -378,7 +379,7 @@ def player_messages(
     return out
 
 
-def _moved(old: Standing | None, new: Standing | None) -> bool:
+def _moved(old: LiveStanding | None, new: LiveStanding | None) -> bool:
     if old is None or new is None:
         return (old is None) != (new is None)
     return (old.rank, old.score) != (new.rank, new.score)

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
+from collections.abc import Iterable
 
 from django.core.cache import cache
 
-from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, get_redis
 from scores import selectors
 from scores.selectors import BoardConfig, Profile
+
+log = logging.getLogger(__name__)
 
 PROFILE_TTL = 270  # seconds a profile stays in the shared cache (keys.profile_key)
 LOCAL_PROFILE_TTL = 30  # ...and then in a process: a display name may lag a change by both, 5 minutes
@@ -129,3 +133,27 @@ def _shared_set(values: dict[str, Profile]) -> None:
         )
     with contextlib.suppress(*REDIS_DOWN):
         pipe.execute()
+
+
+def unknown_members_warn(
+    board: BoardConfig, *, window: str, members: Iterable[int], profiles: dict[int, Profile]
+) -> None:
+    """Members of a sorted set with no player row are skipped by every read (they still hold
+    their place, so the ranks around them stay Redis' ranks). The index lost sync with the
+    durable store (a player deleted outside the service); a rebuild removes them."""
+    missing = sorted(set(members) - profiles.keys())
+    if missing:
+        log.warning(
+            "board %s %s: %d member(s) without a player row skipped (run rebuild_boards): %s",
+            board.slug,
+            window,
+            len(missing),
+            missing[:10],
+        )
+
+
+def id_bytes(profiles: dict[int, Profile], *, pk: int) -> bytes:
+    """The contract's last tie-break: player id bytes (a member without a row sorts first of
+    its group; it is never shown)."""
+    profile = profiles.get(pk)
+    return profile.external_id.encode() if profile else b""

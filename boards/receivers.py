@@ -8,20 +8,18 @@ from django.dispatch import receiver
 
 from boards import live, services
 from boards.profiles import friends_cache_forget
-from boards.redis import REDIS_DOWN, log_unavailable
+from rediskit.client import REDIS_DOWN, log_unavailable
 from scores.models import Board
-from scores.selectors import config_cache_clear
+from scores.selectors import EncodedValue, config_cache_clear
 from scores.signals import boards_resharded, friends_changed, score_accepted, values_rewritten
 
 log = logging.getLogger(__name__)
 
 
 @receiver(score_accepted, dispatch_uid="boards.mirror_accepted_scores")
-def mirror_accepted_scores(
-    sender: Any, outbox_id: int, entries: list[tuple[int, str, int, int]], **kwargs: Any
-) -> None:
-    if services.outbox_entry_apply(outbox_id=outbox_id, entries=entries):
-        _live_notify((board_id, window) for board_id, window, _, _ in entries)
+def mirror_accepted_scores(sender: Any, outbox_id: int, values: list[EncodedValue], **kwargs: Any) -> None:
+    if services.outbox_entry_apply(outbox_id=outbox_id, values=values):
+        _live_notify((board_id, window) for board_id, window, _, _ in values)
 
 
 @receiver(friends_changed, dispatch_uid="boards.forget_cached_friends")

@@ -32,8 +32,9 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from boards import index, keys
+from boards import index
 from boards.services import BUILD_KEY_TTL, REBUILD_CHUNK
+from rediskit import keys
 from scores import encoding
 from scores.models import Board
 from scores.selectors import best_over_days_stream, totals_over_days_stream
@@ -44,9 +45,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RollingReport:
-    boards: int = 0  # boards that keep rolling windows
-    windows: int = 0  # rolling sorted sets built or refreshed
-    entries: int = 0  # members written to them
+    boards: int = 0
+    windows: int = 0
+    entries: int = 0
     seconds: float = 0.0
 
 

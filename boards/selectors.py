@@ -13,59 +13,20 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from boards import index, keys, sharded
-from boards.profiles import friend_pks, profiles_of
-from boards.redis import REDIS_DOWN, BoardIndexNotBuilt, get_redis
-from boards.scripts import script
+from boards import index, sharded
+from boards.profiles import friend_pks, id_bytes, profiles_of, unknown_members_warn
+from boards.types import GROUP_CAP, BoardEntry, FriendEntry, FriendsBoard, Page, PlayerStanding, board_entry
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, BoardIndexNotBuilt, get_redis
+from rediskit.scripts import script
 from scores import encoding, selectors
 from scores.selectors import BoardConfig, DurableSlice, Profile
 
 log = logging.getLogger(__name__)
-
-GROUP_CAP = 10_000  # members fetched per group of identical scores (see docs/reads.md)
-
-
-@dataclass(frozen=True)
-class Entry:
-    position: int  # 0-based, in the contract's order
-    rank: int  # as displayed: position + 1, or the competition rank on shared boards
-    player_id: int
-    external_id: str
-    display_name: str
-    value: int
-    encoded: int
-    metadata: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class Page:
-    window: str
-    total: int
-    entries: list[Entry]
-    degraded: bool = False
-
-
-@dataclass(frozen=True)
-class Standing:
-    window: str
-    total: int
-    me: Entry | None  # None: the player has no value in this window
-    percentile: float | None
-    around: list[Entry]
-    degraded: bool = False
-    rank_exact: bool = True  # False: estimated from the histogram (sharded boards, deep ranks)
-    rank_error: int = 0  # |rank - true rank| <= rank_error
-
-
-@dataclass(frozen=True)
-class FriendEntry:
-    rank: int  # among the player and their friends
-    board_rank: int
-    entry: Entry
 
 
 @dataclass
@@ -82,36 +43,17 @@ class _Slice:
 # --- assembling entries -------------------------------------------------------------------
 
 
-def _entry(board: BoardConfig, position: int, pk: int, encoded: int, s: _Slice) -> Entry:
-    profile = s.profiles[pk]
-    value = encoding.decode_value(board, encoded)
+def _entry(board: BoardConfig, position: int, pk: int, encoded: int, s: _Slice) -> BoardEntry:
     rank = s.better[encoded >> encoding.TIME_BITS] + 1 if board.rank_display == "shared" else position + 1
-    return Entry(position, rank, pk, profile.external_id, profile.display_name, value, encoded, profile.metadata)
+    return board_entry(board, position=position, rank=rank, pk=pk, encoded=encoded, profile=s.profiles[pk])
 
 
-def _entries(board: BoardConfig, s: _Slice, start: int, stop: int) -> list[Entry]:
+def _entries(board: BoardConfig, s: _Slice, start: int, stop: int) -> list[BoardEntry]:
     return [
         _entry(board, s.start + i, pk, encoded, s)
         for i, (pk, encoded) in enumerate(s.rows)
         if start <= s.start + i <= stop and pk in s.profiles
     ]
-
-
-def unknown_members_warn(
-    board: BoardConfig, *, window: str, members: Iterable[int], profiles: dict[int, Profile]
-) -> None:
-    """Members of a sorted set with no player row are skipped by every read (they still hold
-    their place, so the ranks around them stay Redis' ranks). The index lost sync with the
-    durable store (a player deleted outside the service); a rebuild removes them."""
-    missing = sorted(set(members) - profiles.keys())
-    if missing:
-        log.warning(
-            "board %s %s: %d member(s) without a player row skipped (run rebuild_boards): %s",
-            board.slug,
-            window,
-            len(missing),
-            missing[:10],
-        )
 
 
 def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
@@ -130,13 +72,6 @@ def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
         better={int(better[i]): int(better[i + 1]) for i in range(0, len(better), 2)},
         profiles=profiles,
     )
-
-
-def id_bytes(profiles: dict[int, Profile], *, pk: int) -> bytes:
-    """The contract's last tie-break: player id bytes (a member without a row sorts first of
-    its group; it is never shown)."""
-    profile = profiles.get(pk)
-    return profile.external_id.encode() if profile else b""
 
 
 def _from_postgres(s: DurableSlice) -> _Slice:
@@ -181,13 +116,13 @@ def board_top(board: BoardConfig, *, window: str, offset: int, limit: int) -> Pa
     return Page(window=window, total=s.total, entries=_entries(board, s, offset, stop), degraded=degraded)
 
 
-def board_range(board: BoardConfig, *, window: str, start: int, stop: int) -> list[Entry]:
+def board_range(board: BoardConfig, *, window: str, start: int, stop: int) -> list[BoardEntry]:
     return board_top(board, window=window, offset=start, limit=stop - start + 1).entries
 
 
 def player_standing(
     board: BoardConfig, *, window: str, pk: int, around: int, reply: list[Any] | None = None
-) -> Standing:
+) -> PlayerStanding:
     """`reply`: page.lua's answer already fetched for exactly these arguments (standing_reply)."""
     try:
         if reply is None and index.fanout(board.shards):
@@ -195,7 +130,7 @@ def player_standing(
         if reply is None:
             reply = _page_script(board, window, "member", pk, around)
         if reply[5] is None or reply[5] is False:
-            return Standing(window, int(reply[0]), None, None, [])
+            return PlayerStanding(window, int(reply[0]), None, None, [])
         s = _from_redis(board, window, reply)
         degraded = False
         position = next(s.start + i for i, (member, _) in enumerate(s.rows) if member == pk)
@@ -205,21 +140,14 @@ def player_standing(
         s = _from_postgres(selectors.durable_range(board, window=window, start=lo, stop=(position or 0) + around))
         degraded = True
         if position is None:
-            return Standing(window, s.total, None, None, [], degraded=True)
+            return PlayerStanding(window, s.total, None, None, [], degraded=True)
     entries = _entries(board, s, position - around, position + around)
     me = next((e for e in entries if e.player_id == pk), None)
     if me is None:  # ranked in Redis, but no player row: as a player without a score
-        return Standing(window, s.total, None, None, [], degraded)
+        return PlayerStanding(window, s.total, None, None, [], degraded)
     better = s.better[me.encoded >> encoding.TIME_BITS]
     percentile = math.floor((s.total - better) * 10000 / s.total) / 100
-    return Standing(window, s.total, me, percentile, entries, degraded)
-
-
-@dataclass(frozen=True)
-class FriendsBoard:
-    window: str
-    entries: list[FriendEntry]
-    degraded: bool = False
+    return PlayerStanding(window, s.total, me, percentile, entries, degraded)
 
 
 def _friends_from_redis(
@@ -270,9 +198,7 @@ def friends_board(board: BoardConfig, *, window: str, pk: int) -> FriendsBoard:
         part = encoded >> encoding.TIME_BITS
         rank = 1 + sum(1 for o in ordered if standings[o][0] >> encoding.TIME_BITS > part) if shared else i + 1
         board_rank = better + 1 if shared else position + 1
-        p = profiles[m]
-        value = encoding.decode_value(board, encoded)
-        entry = Entry(position, board_rank, m, p.external_id, p.display_name, value, encoded, p.metadata)
+        entry = board_entry(board, position=position, rank=board_rank, pk=m, encoded=encoded, profile=profiles[m])
         out.append(FriendEntry(rank=rank, board_rank=board_rank, entry=entry))
     return FriendsBoard(window, out, degraded)
 
@@ -292,7 +218,7 @@ def board_size(board_id: int, *, window: str) -> int:
     return get_redis().zcard(keys.board_key(board_id, window))
 
 
-def standings_of(board: BoardConfig, *, window: str, pks: list[int]) -> dict[int, Entry]:
+def standings_of(board: BoardConfig, *, window: str, pks: list[int]) -> dict[int, BoardEntry]:
     """Where each of these players stands (those with a score in the window), as board reads
     rank them: one friends.lua round trip, or Postgres when Redis is down."""
     if not pks:
@@ -304,8 +230,6 @@ def standings_of(board: BoardConfig, *, window: str, pks: list[int]) -> dict[int
     shared = board.rank_display == "shared"
     out = {}
     for pk, (encoded, position, better) in standings.items():
-        p = profiles[pk]
         rank = better + 1 if shared else position + 1
-        value = encoding.decode_value(board, encoded)
-        out[pk] = Entry(position, rank, pk, p.external_id, p.display_name, value, encoded, p.metadata)
+        out[pk] = board_entry(board, position=position, rank=rank, pk=pk, encoded=encoded, profile=profiles[pk])
     return out

@@ -11,7 +11,7 @@ import secrets
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,15 +20,16 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from boards import index, keys
-from boards.redis import REDIS_DOWN, get_redis, log_unavailable
+from boards import index
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
 from scores.models import Board, BoardOutbox
-from scores.selectors import board_values_stream, values_of, values_updated_since, window_expiry
+from scores.outbox import outbox_refs
+from scores.selectors import EncodedValue, board_values_stream, values_of, values_updated_since, window_expiry
 from scores.windows import ROLLING_WINDOWS
 
 log = logging.getLogger(__name__)
 
-Entry = tuple[int, str, int, int]  # board_id, window, player_id, encoded
 REBUILD_CHUNK = 20000
 BUILD_KEY_TTL = 3600  # an interrupted rebuild's scratch keys clean themselves up
 
@@ -55,10 +56,10 @@ def _writes(pipe: Any, by_key: dict[str, dict[str, int]], *, gt: bool, removed: 
                 pipe.expireat(keys.changes_key(key), expiry)
 
 
-def _by_key(entries: Iterable[Entry]) -> dict[str, dict[str, int]]:
+def _by_key(values: Iterable[EncodedValue]) -> dict[str, dict[str, int]]:
     by_key: dict[str, dict[str, int]] = defaultdict(dict)
     shards: dict[int, int] = {}
-    for board_id, window, player_id, encoded in entries:
+    for board_id, window, player_id, encoded in values:
         if board_id not in shards:
             shards[board_id] = index.shards_of(board_id)
         mapping = by_key[keys.player_key(board_id, window, shards[board_id], player_id)]
@@ -66,7 +67,7 @@ def _by_key(entries: Iterable[Entry]) -> dict[str, dict[str, int]]:
     return by_key
 
 
-def values_write(entries: Iterable[Entry], *, outbox_id: int | None = None) -> None:
+def values_write(values: Iterable[EncodedValue], *, outbox_id: int | None = None) -> None:
     """Mirror absolute values into the sorted sets (each player's shard of each window) in
     one MULTI on one Redis, one pipeline per node on a cluster (raises if Redis is down).
 
@@ -74,7 +75,7 @@ def values_write(entries: Iterable[Entry], *, outbox_id: int | None = None) -> N
     without replaying it: in the same MULTI on one Redis; on a cluster after every node took
     its writes (REDIS_URL keeps the outbox's bookkeeping), so a failure before leaves the row
     to be replayed."""
-    by_key = _by_key(entries)
+    by_key = _by_key(values)
     if not by_key and outbox_id is None:
         return
     cluster = index.is_cluster()
@@ -88,13 +89,13 @@ def values_write(entries: Iterable[Entry], *, outbox_id: int | None = None) -> N
         get_redis().sadd(keys.OUTBOX_APPLIED, outbox_id)
 
 
-def outbox_entry_apply(*, outbox_id: int, entries: list[Entry]) -> bool:
+def outbox_entry_apply(*, outbox_id: int, values: list[EncodedValue]) -> bool:
     """The post-commit fast path: one Redis round trip, no second database transaction.
     With Redis down the outbox row stays unapplied and outbox_drain() replays it."""
     try:
-        values_write(entries, outbox_id=outbox_id)
+        values_write(values, outbox_id=outbox_id)
     except REDIS_DOWN as exc:
-        log_unavailable(log, "Redis unavailable, %d values wait in outbox row %d: %s", len(entries), outbox_id, exc=exc)
+        log_unavailable(log, "Redis unavailable, %d values wait in outbox row %d: %s", len(values), outbox_id, exc=exc)
         return False
     return True
 
@@ -124,16 +125,6 @@ def values_rewrite(refs: Iterable[tuple[int, str, int]]) -> int:
         _writes(pipe, by_key, gt=False, removed=removed)
         pipe.execute()
     return len(refs)
-
-
-def outbox_refs(entries: list[list]) -> Iterator[tuple[int, str, int]]:
-    """(board_id, window, player_id) of an outbox row's entries, grouped or (older rows) not."""
-    for board_id, window, players in entries:
-        if isinstance(players, list):
-            for player_id in players:
-                yield board_id, window, player_id
-        else:
-            yield board_id, window, players
 
 
 def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> int:
@@ -171,8 +162,8 @@ def outbox_drain(*, grace_seconds: float | None = None, batch: int = 2000) -> in
 @dataclass
 class RebuildReport:
     boards: int = 0
-    windows: int = 0  # board windows rebuilt
-    entries: int = 0  # members written
+    windows: int = 0
+    entries: int = 0
     caught_up: int = 0  # values written while the rebuild ran, replayed after the swap
     seconds: float = 0.0
 

@@ -2,7 +2,7 @@
 several sorted sets (`shards`), and every board on a Redis Cluster. See docs/reads.md
 ("Sharded boards").
 
-Each read asks every shard of the window in one pipeline (boards/lua/shard.lua, one key per
+Each read asks every shard of the window in one pipeline (rediskit/lua/shard.lua, one key per
 call, so one slot), together with the index's built marker, and merges the answers in the
 contract's order (section 6):
 
@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from boards import histogram, index, keys
-from boards import selectors as sel
-from boards.profiles import profiles_of
+from boards import histogram, index
+from boards.profiles import id_bytes, profiles_of, unknown_members_warn
+from boards.types import GROUP_CAP, Page, PlayerStanding, board_entry
+from rediskit import keys
 from scores import encoding
 from scores.selectors import BoardConfig, Profile
 
@@ -37,7 +38,7 @@ def _flat(flat: list[Any]) -> list[tuple[int, int]]:
 
 
 def _shard_call(key: str, mode: str, *args: Any) -> tuple:
-    return ("script", "shard", [key], [mode, sel.GROUP_CAP, encoding.TIME_SPAN, *args])
+    return ("script", "shard", [key], [mode, GROUP_CAP, encoding.TIME_SPAN, *args])
 
 
 def _marker() -> tuple:
@@ -46,21 +47,16 @@ def _marker() -> tuple:
 
 def _order(board: BoardConfig, window: str, members: dict[int, int]) -> tuple[list[tuple[int, int]], dict]:
     profiles = profiles_of(board, window=window, members=members) if members else {}
-    sel.unknown_members_warn(board, window=window, members=members, profiles=profiles)
-    rows = sorted(members.items(), key=lambda kv: (-kv[1], sel.id_bytes(profiles, pk=kv[0])))
+    unknown_members_warn(board, window=window, members=members, profiles=profiles)
+    rows = sorted(members.items(), key=lambda kv: (-kv[1], id_bytes(profiles, pk=kv[0])))
     return rows, profiles
-
-
-def _entry(board: BoardConfig, position: int, rank: int, pk: int, encoded: int, profile: Profile) -> sel.Entry:
-    value = encoding.decode_value(board, encoded)
-    return sel.Entry(position, rank, pk, profile.external_id, profile.display_name, value, encoded, profile.metadata)
 
 
 def _part(encoded: int) -> int:
     return encoded >> encoding.TIME_BITS
 
 
-def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> sel.Page:
+def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> Page:
     stop = offset + limit - 1
     set_keys = keys.shard_keys(board.id, window, board.shards)
     replies = index.batch([_marker(), *(_shard_call(k, "top", stop) for k in set_keys)], replicas=True)
@@ -80,8 +76,8 @@ def board_top(board: BoardConfig, window: str, offset: int, limit: int) -> sel.P
         if position < offset or pk not in profiles:
             continue
         rank = first_of_part[_part(encoded)] + 1 if shared else position + 1
-        entries.append(_entry(board, position, rank, pk, encoded, profiles[pk]))
-    return sel.Page(window=window, total=total, entries=entries)
+        entries.append(board_entry(board, position=position, rank=rank, pk=pk, encoded=encoded, profile=profiles[pk]))
+    return Page(window=window, total=total, entries=entries)
 
 
 def _estimate(board: BoardConfig, raw: Any, encoded: int, changes: int) -> tuple[int, int] | None:
@@ -97,7 +93,7 @@ def _estimate(board: BoardConfig, raw: Any, encoded: int, changes: int) -> tuple
     return rank, bucket + max(0, changes - found.changes)
 
 
-def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> sel.Standing:
+def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> PlayerStanding:
     set_keys = keys.shard_keys(board.id, window, board.shards)
     own = keys.player_key(board.id, window, board.shards, pk)
     sharded = len(set_keys) > 1
@@ -110,7 +106,7 @@ def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> se
     n = len(set_keys)
     total = sum(int(x) for x in replies[2 : 2 + n])
     if replies[1] is None:
-        return sel.Standing(window, total, None, None, [])
+        return PlayerStanding(window, total, None, None, [])
     encoded = int(float(replies[1]))
     if sharded and around == 0:
         changes = sum(int(x or 0) for x in replies[2 + n : 2 + 2 * n])
@@ -122,17 +118,17 @@ def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> se
 
 def _estimated(
     board: BoardConfig, window: str, pk: int, encoded: int, total: int, rank: int, error: int
-) -> sel.Standing:
+) -> PlayerStanding:
     profiles = profiles_of(board, window=window, members={pk: encoded})
     if pk not in profiles:
-        return sel.Standing(window, total, None, None, [])
+        return PlayerStanding(window, total, None, None, [])
     rank = max(1, min(rank, total))
-    me = _entry(board, rank - 1, rank, pk, encoded, profiles[pk])
+    me = board_entry(board, position=rank - 1, rank=rank, pk=pk, encoded=encoded, profile=profiles[pk])
     percentile = math.floor((total - (rank - 1)) * 10000 / total) / 100
-    return sel.Standing(window, total, me, percentile, [me], rank_exact=False, rank_error=error)
+    return PlayerStanding(window, total, me, percentile, [me], rank_exact=False, rank_error=error)
 
 
-def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, set_keys: list[str]) -> sel.Standing:
+def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, set_keys: list[str]) -> PlayerStanding:
     replies = index.batch([_shard_call(k, "near", str(encoded), around) for k in set_keys])
     total = above = better = 0
     equal: set[int] = set()
@@ -149,10 +145,10 @@ def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, 
         down.update(_flat(d_edge))
     members = {**up, **down, **dict.fromkeys(equal, encoded)}
     profiles = profiles_of(board, window=window, members=members)
-    sel.unknown_members_warn(board, window=window, members=members, profiles=profiles)
+    unknown_members_warn(board, window=window, members=members, profiles=profiles)
     if pk not in profiles:  # ranked in Redis, but no player row: as a player without a score
-        return sel.Standing(window, total, None, None, [])
-    key = lambda kv: (-kv[1], sel.id_bytes(profiles, pk=kv[0]))  # noqa: E731
+        return PlayerStanding(window, total, None, None, [])
+    key = lambda kv: (-kv[1], id_bytes(profiles, pk=kv[0]))  # noqa: E731
     ties = sorted(((m, encoded) for m in equal), key=key)
     mine = next(i for i, (m, _) in enumerate(ties) if m == pk)
     position = above + mine
@@ -168,10 +164,10 @@ def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, 
         if m not in profiles:
             continue
         rank = better_of[_part(e)] + 1 if board.rank_display == "shared" else first + i + 1
-        entries.append(_entry(board, first + i, rank, m, e, profiles[m]))
+        entries.append(board_entry(board, position=first + i, rank=rank, pk=m, encoded=e, profile=profiles[m]))
     me = next(e for e in entries if e.player_id == pk)
     percentile = math.floor((total - better) * 10000 / total) / 100
-    return sel.Standing(window, total, me, percentile, entries)
+    return PlayerStanding(window, total, me, percentile, entries)
 
 
 def _better_counts(set_keys: list[str], parts: set[int]) -> dict[int, int]:
@@ -217,12 +213,12 @@ def standings(
         for m in group:
             wanted.setdefault(m, s)
     profiles = profiles_of(board, window=window, members=wanted)
-    sel.unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
+    unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
     out = {}
     for m, e in found.items():
         if m not in profiles:
             continue
         mine = profiles[m].external_id.encode()
-        tied_before = sum(1 for g in ties[e] if g != m and sel.id_bytes(profiles, pk=g) < mine)
+        tied_before = sum(1 for g in ties[e] if g != m and id_bytes(profiles, pk=g) < mine)
         out[m] = (e, above[e] + tied_before, better[e])
     return out, profiles

@@ -4,9 +4,9 @@ from celery import shared_task
 
 from boards import healing, index, live, services
 from boards.histogram import histograms_refresh
-from boards.redis import REDIS_DOWN, log_unavailable
 from boards.rolling import rolling_windows_refresh
 from leaderboard_project.replicas import lagging_reads
+from rediskit.client import REDIS_DOWN, log_unavailable
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Rate limits for player reads: 429 with Retry-After.
 
-Fixed windows counted in Redis: boards/lua/throttle.lua does INCR (+ EXPIRE) per limit, both
+Fixed windows counted in Redis: rediskit/lua/throttle.lua does INCR (+ EXPIRE) per limit, both
 limits (per player token or signed-in user, per client address) in one round trip.
 DRF's SimpleRateThrottle kept a list of timestamps per client in the cache (two cache round
 trips and a pickle per limit), which cost more than the read it guarded. A fixed window lets
@@ -21,9 +21,9 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from boards import keys
-from boards.redis import REDIS_DOWN, get_redis
-from boards.scripts import script
+from rediskit import keys
+from rediskit.client import REDIS_DOWN, get_redis
+from rediskit.scripts import script
 from scores.auth import PlayerPrincipal, ServerPrincipal
 
 DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -9,8 +9,8 @@ import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from boards.breaker import guarded_connection_class
 from leaderboard_project.database import database_from_url, pool_reconnect_steadily
+from rediskit.breaker import guarded_connection_class
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -210,7 +210,7 @@ CACHES = {
             "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
             # after the first timeout or refusal, fail at once until Redis answers again
-            # (boards/breaker.py): a hung Redis costs one timeout, not one per command
+            # (rediskit/breaker.py): a hung Redis costs one timeout, not one per command
             "CONNECTION_POOL_KWARGS": {"connection_class": guarded_connection_class(REDIS_URL)},
             # The cache is an optimisation: a Redis outage must not turn reads into 5xx.
             "IGNORE_EXCEPTIONS": True,

@@ -9,11 +9,11 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
-from boards.redis import get_redis
 from leaderboard_project.replicas import replica_status
 from monitoring import heartbeats, lag
-from scores.projection import ALL_PARTITIONS
-from scores.projection.runner import owned_partitions, ranges
+from rediskit.client import get_redis
+from scores.locks import ALL_LANES
+from scores.projection.runner import owned_lanes, ranges
 
 OK = "ok"
 
@@ -57,19 +57,19 @@ def _redis() -> str:
 
 
 def _projector() -> tuple[str, dict[str, Any]]:
-    """Whether every partition of the pending matches has a running projector (scores/projection)."""
+    """Whether every lane of the pending matches has a running projector (scores/projection)."""
     if settings.PROJECTOR_INLINE:
         return OK, {"mode": "inline: submissions are applied by the process that stores them"}
     try:
-        owned = owned_partitions()
+        owned = owned_lanes()
     except Exception as exc:
         return f"unknown: {_down(exc)}", {}
-    missing = sorted(set(ALL_PARTITIONS) - owned)
-    detail = {"owned_partitions": ranges(sorted(owned)), "unowned_partitions": ranges(missing)}
+    missing = sorted(set(ALL_LANES) - owned)
+    detail = {"owned_lanes": ranges(sorted(owned)), "unowned_lanes": ranges(missing)}
     if not owned:
         return "down: no projector is running (stored results do not reach the boards)", detail
     if missing:
-        return f"partial: partitions {ranges(missing)} have no projector", detail
+        return f"partial: lanes {ranges(missing)} have no projector", detail
     return OK, detail
 
 

@@ -1,4 +1,4 @@
-"""Heartbeats of the Celery worker and beat, kept in Redis (keys in boards/keys.py).
+"""Heartbeats of the Celery worker and beat, kept in Redis (keys in rediskit/keys.py).
 
 - worker: a bootstep ticks on the worker's own timer every HEARTBEAT_SECONDS and writes
   {hostname: time} into a hash, so each worker is seen, busy or idle;
@@ -18,7 +18,7 @@ from typing import Any
 
 from celery import bootsteps
 
-from boards import keys
+from rediskit import keys
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ FORGET_SECONDS = 24 * 3600  # a worker silent this long leaves the list
 
 
 def _redis():  # noqa: ANN202  (lazy: Django is set up by then)
-    from boards.redis import get_redis
+    from rediskit.client import get_redis
 
     return get_redis()
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from boards import keys
-from boards.redis import get_redis
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import BoardOutbox
 from scores.projection import pending_lag
 

@@ -12,7 +12,7 @@ from pages.periods import window_dates, window_label
 from scores import windows
 from scores.selectors import BoardConfig, GameConfig
 from seasons import selectors as frozen
-from seasons.models import Standing, WindowFreeze
+from seasons.models import FrozenStanding, WindowFreeze
 
 KIND_TITLES = {"season": "Seasons", "monthly": "Months", "weekly": "Weeks", "daily": "Days"}
 
@@ -24,8 +24,8 @@ class ArchiveItem:
     dates: str
     freeze: WindowFreeze | None  # None: ended, final standings not frozen yet
     first_frozen_at: datetime | None
-    winner: Standing | None
-    mine: Standing | None
+    winner: FrozenStanding | None
+    mine: FrozenStanding | None
 
     @property
     def corrected(self) -> bool:

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from boards import histogram, selectors
 from boards.profiles import friend_pks, player_pk
+from boards.types import BoardEntry
 from pages.chart import Chart, chart_build
 from pages.periods import Reset, reset_of, window_dates, window_label
 from pages.where import Where, past_windows
@@ -83,7 +84,7 @@ class Search:
     more: bool  # more than `count` match
 
 
-def _row(e: selectors.Entry, me_pk: int | None) -> Row:
+def _row(e: BoardEntry, me_pk: int | None) -> Row:
     return Row(e.rank, e.external_id, e.display_name, e.value, me=e.player_id == me_pk)
 
 

@@ -23,8 +23,9 @@ Pair = tuple[int, str]  # board_id, window
 
 def window_cutoff_set(*, game_id: int, board_id: int, window: str) -> datetime:
     """Stop a window taking results from now on, and return its cutoff (the first one, if it
-    was set before). When this returns, every match received before the cutoff is in the
-    window's values: the freeze may read them.
+    was set before). When this returns, every match received before the cutoff has committed:
+    once the caller has applied what is pending (scores.projection.pending_apply), the window's
+    values hold them all and a freeze may read them.
 
     Must not run inside a longer transaction: the game's ingest waits while the cutoff is set."""
     with transaction.atomic():
@@ -40,12 +41,7 @@ def window_cutoff_set(*, game_id: int, board_id: int, window: str) -> datetime:
             cur.execute(
                 'SELECT cut_at FROM scores_windowcutoff WHERE board_id = %s AND "window" = %s', [board_id, window]
             )
-            cut_at = cur.fetchone()[0]
-    # Everything received before the cutoff has committed; apply what the projector has not yet.
-    from scores.projection import pending_apply
-
-    pending_apply()
-    return cut_at
+            return cur.fetchone()[0]
 
 
 def cutoffs_of(pairs: Iterable[Pair]) -> dict[Pair, datetime]:

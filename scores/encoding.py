@@ -92,10 +92,6 @@ def decode_value(board: BoardShape, encoded: int) -> int:
     return part + board.min_score
 
 
-def decode_seconds(encoded: int) -> int:
-    return TIME_SPAN - 1 - (int(encoded) & (TIME_SPAN - 1))
-
-
 # --- the same arithmetic in SQL: the one place it is spelled (set-based recomputes, totals) ---
 
 

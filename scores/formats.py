@@ -31,8 +31,3 @@ def score_format(value: int, fmt: str = "integer") -> str:
         whole, frac = divmod(n, 10**digits)
         return f"{sign}{whole:,}.{frac:0{digits}d}"
     return f"{sign}{n:,}"
-
-
-def unit_label(fmt: str) -> str:
-    """What the scores are, for headings: "time" for durations, else "score"."""
-    return "Time" if fmt == "duration_ms" else "Score"

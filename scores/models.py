@@ -259,13 +259,15 @@ class PlayerValue(models.Model):
 class BoardOutbox(models.Model):
     """Values committed to Postgres that still have to reach the sorted sets.
 
-    Written in the ingest transaction; the post-commit fast path deletes its row once Redis
-    has the values, and a periodic job replays whatever is left (Redis down, a crash)."""
+    Written in the transaction that changed the values (a projector batch, a moderation
+    recompute: scores/outbox.py); after commit boards/ marks the row applied once Redis has the
+    values, and a periodic drain deletes applied rows and replays the others (Redis down, a
+    crash)."""
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # [[board_id, window, [player_id, ...]], ...]: one item per board window (a 1000-result
     # batch writes 5 items, not 5000). Rows written before that hold [board_id, window,
-    # player_id] items; boards.services.outbox_refs() reads both.
+    # player_id] items; scores.outbox.outbox_refs() reads both.
     entries = models.JSONField()
     # a moderation rewrite (void, hold): replayed with absolute writes, not ZADD GT, so it can
     # lower or remove entries; the drain replays it even when the fast path applied it
@@ -346,12 +348,12 @@ class LoginLinkUse(models.Model):
 class Pending(models.Model):
     """Matches committed by ingest that the projector has not applied yet (scores/projection).
 
-    The ingest statement inserts one row per projector partition its results touch (partition =
-    player pk modulo PARTITIONS) in the same transaction as the matches; the projector deletes
+    The ingest statement inserts one row per projector lane its results touch (lane = player pk
+    modulo scores.locks.LANES) in the same transaction as the matches; the projector deletes
     rows in the transaction that writes their values, so a value is written exactly once however
     the projector stops. Held matches are listed too and skipped (only accepted ones count)."""
 
-    partition = models.SmallIntegerField()
+    lane = models.SmallIntegerField()
     match_pks = ArrayField(models.BigIntegerField())
     # bounds of the matches' ended_at: the projector's read of their results touches only the
     # partitions of scores_result that can hold them
@@ -360,10 +362,10 @@ class Pending(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["partition", "id"], name="pending_partition_id")]  # claims: oldest first
+        indexes = [models.Index(fields=["lane", "id"], name="pending_lane_id")]  # claims: oldest first
 
     def __str__(self) -> str:
-        return f"pending {self.pk} (partition {self.partition}, {len(self.match_pks)} matches)"
+        return f"pending {self.pk} (lane {self.lane}, {len(self.match_pks)} matches)"
 
 
 class WindowCutoff(models.Model):

@@ -1,7 +1,7 @@
 """Moderation's side of the durable store: recomputing values after a void or a hold, and
 counting an approved match (anticheat/services.py calls these; they never decide anything).
 
-Both first take the apply locks of the affected players' projector partitions and apply what
+Both first take the apply locks of the affected players' projector lanes and apply what
 is pending there (scores/projection), inside the caller's transaction: from then until it
 commits, no projector batch touches those players, and a recompute reads exactly the results
 the values hold, minus what it takes away. A result committed meanwhile (still pending) is left
@@ -14,18 +14,20 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db import connection
 
 from scores import encoding, locks, pgarrays
 from scores.cutoffs import COUNTS_FROM, cutoffs_of
 from scores.ingest import MatchIn, ResultIn
-from scores.projection import PARTITIONS, partition_of, pending_apply
-from scores.projection.values import outbox_entries, outbox_insert, result_windows
+from scores.locks import LANES, lane_of
+from scores.outbox import outbox_entries, outbox_insert
+from scores.projection import pending_apply
 from scores.selectors import GameConfig
 from scores.send import send_on_commit
 from scores.signals import values_rewritten
-from scores.windows import bounds, claim_seasons
+from scores.windows import bounds, claim_seasons, result_windows
 
 Ref = tuple[int, str, int]  # board_id, window, player_id
 
@@ -142,17 +144,17 @@ def matches_count(config: GameConfig, *, match_pks: Sequence[int]) -> int:
         )
         cur.execute(
             """
-            INSERT INTO scores_pending (partition, match_pks, ended_from, ended_to, created_at)
+            INSERT INTO scores_pending (lane, match_pks, ended_from, ended_to, created_at)
             SELECT mod(r.player_id, %s), array_agg(DISTINCT r.match_id), min(r.ended_at), max(r.ended_at), clock_timestamp()
             FROM scores_match m JOIN scores_result r ON r.match_id = m.id AND r.ended_at = m.ended_at
             WHERE m.id = ANY(%s::bigint[])
             GROUP BY 1
-            RETURNING partition
+            RETURNING lane
             """,
-            [PARTITIONS, pgarrays.ints(match_pks)],
+            [LANES, pgarrays.ints(match_pks)],
         )
-        partitions = [p for (p,) in cur.fetchall()]
-    return pending_apply(partitions=partitions)
+        lanes = [lane for (lane,) in cur.fetchall()]
+    return pending_apply(lanes=lanes)
 
 
 _LOCK_VALUES = """
@@ -164,38 +166,51 @@ ORDER BY u.n FOR UPDATE OF pv
 # Candidates of one value: the player's accepted results on the board inside the window's
 # bounds (NULL: unbounded) whose match began to count before the window's cutoff (NULL: none),
 # minus results still pending for the projector (committed after this moderation drained their
-# partition: the projector adds them later). Reads go through the (player, board) index.
+# lane: the projector adds them later). Reads go through the (player, board) index.
 _CANDIDATES = f"""
-FROM unnest(%(w)s::text[], %(p)s::bigint[], %(s)s::timestamptz[], %(e)s::timestamptz[], %(c)s::timestamptz[])
-    WITH ORDINALITY AS u(w, p, s, e, c, n)
-JOIN scores_result r ON r.player_id = u.p AND r.board_id = %(board)s
-    AND (u.s IS NULL OR r.ended_at >= u.s) AND (u.e IS NULL OR r.ended_at < u.e)
+FROM unnest(%(windows)s::text[], %(players)s::bigint[], %(starts)s::timestamptz[], %(ends)s::timestamptz[],
+            %(cutoffs)s::timestamptz[])
+    WITH ORDINALITY AS u(w, player_id, starts, ends, cut_at, n)
+JOIN scores_result r ON r.player_id = u.player_id AND r.board_id = %(board)s
+    AND (u.starts IS NULL OR r.ended_at >= u.starts) AND (u.ends IS NULL OR r.ended_at < u.ends)
 JOIN scores_match m ON m.id = r.match_id AND m.status = 'accepted'
-    AND (u.c IS NULL OR {COUNTS_FROM} < u.c)
+    AND (u.cut_at IS NULL OR {COUNTS_FROM} < u.cut_at)
 WHERE NOT EXISTS (
     SELECT 1 FROM scores_pending q
-    WHERE q.partition = mod(r.player_id, %(parts)s) AND r.match_id = ANY(q.match_pks)
+    WHERE q.lane = mod(r.player_id, %(lanes)s) AND r.match_id = ANY(q.match_pks)
 )
 """
 
 _BEST_RECOMPUTE = (
-    "SELECT DISTINCT ON (u.n) u.w, u.p, r.score, r.ended_at, r.metadata::text, r.ended_at, "
+    "SELECT DISTINCT ON (u.n) u.w, u.player_id, r.score, r.ended_at, r.metadata::text, r.ended_at, "
     + encoding.sql_encoded("%(part)s", "r.ended_at")
     + " AS enc\n"
     + _CANDIDATES
     + "ORDER BY u.n, enc DESC, m.id"
 )
 
-# reached_at by projection.values.total_reached_at()'s rule folded over every part: the latest
+# reached_at by scores.projection.values.total_reached_at()'s rule folded over every part: the latest
 # part that added something, else the earliest; metadata of the latest part (ties: last stored).
 _TOTAL_RECOMPUTE = (
     """
-SELECT u.w, u.p, SUM(r.score)::bigint, COALESCE(MAX(r.ended_at) FILTER (WHERE r.score > 0), MIN(r.ended_at)),
+SELECT u.w, u.player_id, SUM(r.score)::bigint, COALESCE(MAX(r.ended_at) FILTER (WHERE r.score > 0), MIN(r.ended_at)),
     (array_agg(r.metadata::text ORDER BY r.ended_at DESC, m.id DESC))[1], MAX(r.ended_at)
 """
     + _CANDIDATES
-    + "GROUP BY u.n, u.w, u.p ORDER BY u.n"
+    + "GROUP BY u.n, u.w, u.player_id ORDER BY u.n"
 )
+
+
+class _Recomputed(NamedTuple):
+    """One value as the recompute's SELECTs return it (in this column order)."""
+
+    window: str
+    player_id: int
+    value: int
+    reached_at: datetime
+    metadata: str | None  # JSON text
+    latest_at: datetime
+    encoded: int
 
 
 def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list[Ref]:
@@ -207,7 +222,7 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
     outbox row makes the periodic drain rewrite them once more."""
     if not refs:
         return []
-    pending_apply(partitions={partition_of(p) for _, _, p in refs})
+    pending_apply(lanes={lane_of(p) for _, _, p in refs})
     by_board: dict[int, list[tuple[str, int]]] = defaultdict(list)
     for board_id, window, player_id in sorted(refs):
         by_board[board_id].append((window, player_id))
@@ -221,23 +236,23 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
             spans = [bounds(w, config.timezone_of(w), config.seasons) or (None, None) for w, _ in items]
             params = {
                 "board": board_id,
-                "w": [w for w, _ in items],
-                "p": [p for _, p in items],
-                "s": [s for s, _ in spans],
-                "e": [e for _, e in spans],
-                "c": [cutoffs.get((board_id, w)) for w, _ in items],
-                "parts": PARTITIONS,
+                "windows": [w for w, _ in items],
+                "players": [p for _, p in items],
+                "starts": [start for start, _ in spans],
+                "ends": [end for _, end in spans],
+                "cutoffs": [cutoffs.get((board_id, w)) for w, _ in items],
+                "lanes": LANES,
                 **encoding.sql_params(board),
             }
             if board.mode == "total":
                 cur.execute(_TOTAL_RECOMPUTE, params)
                 found = [
-                    (w, p, v, reached, meta, latest, encoding.encode(board, v, reached))
+                    _Recomputed(w, p, v, reached, meta, latest, encoding.encode(board, v, reached))
                     for w, p, v, reached, meta, latest in cur.fetchall()
                 ]
             else:
                 cur.execute(_BEST_RECOMPUTE.replace("%(part)s", encoding.sql_value_part(board, "r.score")), params)
-                found = cur.fetchall()
+                found = [_Recomputed(*row) for row in cur.fetchall()]
             # update the rows that exist (a value never appears here that the projector did not count)
             cur.execute(
                 """
@@ -248,17 +263,17 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
                 WHERE pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
                 """,
                 [
-                    [f[0] for f in found],
-                    [f[1] for f in found],
-                    [f[2] for f in found],
-                    [f[3] for f in found],
-                    [f[6] for f in found],
-                    [f[4] for f in found],
-                    [f[5] for f in found],
+                    [f.window for f in found],
+                    [f.player_id for f in found],
+                    [f.value for f in found],
+                    [f.reached_at for f in found],
+                    [f.encoded for f in found],
+                    [f.metadata for f in found],
+                    [f.latest_at for f in found],
                     board_id,
                 ],
             )
-            remaining = {(f[0], f[1]) for f in found}
+            remaining = {(f.window, f.player_id) for f in found}
             gone = [(w, p) for w, p in items if (w, p) not in remaining]
             if gone:
                 cur.execute(

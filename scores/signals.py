@@ -3,7 +3,7 @@
 from django.dispatch import Signal
 
 # Sent after the projector's (or an approval's) transaction that changed values commits.
-# kwargs: outbox_id: int, entries: list[tuple[board_id, window, player_id, encoded]]
+# kwargs: outbox_id: int, values: list[scores.selectors.EncodedValue] (board_id, window, player_id, encoded)
 score_accepted = Signal()
 
 # Sent after a friend list change commits. kwargs: player_ids: list[int] whose lists changed.

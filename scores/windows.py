@@ -11,7 +11,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
+
+if TYPE_CHECKING:  # scores.selectors imports this module
+    from scores.selectors import BoardConfig, GameConfig
 
 CURRENT_WINDOWS = ("all", "daily", "weekly", "monthly", "season")
 # Rolling windows are not written by ingest: a scheduled job builds them from the daily
@@ -75,6 +79,17 @@ def windows_for(ended_at: datetime, tz: str, kinds: Iterable[str], seasons: Iter
         elif kind == "season":
             out.extend(f"season:{s.slug}" for s in seasons_at(ended_at, seasons))
     return out
+
+
+def result_windows(config: GameConfig, board: BoardConfig, ended_at: datetime, region: str | None) -> list[str]:
+    """The global windows of a result, and its region's on a regional board: the request side's
+    and moderation's spelling of what the projector's fold derives in SQL
+    (scores/projection/values.py; tests/scores/test_windows_sql.py keeps the two equal)."""
+    found = windows_for(ended_at, config.game.reset_timezone, board.windows, config.seasons)
+    if board.regions and region is not None:
+        tz = config.regions[region].timezone
+        found += [in_region(region, w) for w in windows_for(ended_at, tz, board.windows, config.seasons)]
+    return found
 
 
 def kind_of(window: str) -> str:

@@ -270,7 +270,7 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     try:
         # nginx missing here? web.py installs it (root) or falls back, saying so, before the port opens
         supervisor.start("web", web_command(port))
-        # applies what web stores to values and boards (scores/projection/); one owns every partition
+        # applies what web stores to values and boards (scores/projection/); one owns every lane
         supervisor.start("projector", venv_cmd("python", "-u manage.py projector"))
         # The outbox job runs every 2 s: at INFO its "received/succeeded" lines would drown the output.
         level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")

@@ -53,13 +53,13 @@ class StandingsApi(APIView):
 
     @extend_schema(
         operation_id="boards_standings",
+        summary="The frozen final standings of an explicit window (latest version)",
         parameters=[StandingsQuerySerializer],
         responses={
             200: StandingsOutSerializer,
             400: ErrorBodySerializer,
             404: OpenApiResponse(ErrorBodySerializer, description="unknown game, board or window, or not frozen yet"),
         },
-        summary="The frozen final standings of an explicit window (latest version)",
     )
     def get(self, request: Request, game: str, board: str, window: str) -> Response:
         cfg = board_config(game, board)
@@ -106,6 +106,7 @@ class WindowExportApi(APIView):
 
     @extend_schema(
         operation_id="boards_export",
+        summary="A board window as CSV (frozen standings, or the current values) for a game's servers",
         parameters=[
             OpenApiParameter("window", str, description="current (daily, ...) or explicit (weekly:2026-W48)"),
             OpenApiParameter("version", int, description="a frozen version (default: the latest)"),
@@ -121,7 +122,6 @@ class WindowExportApi(APIView):
             403: ErrorBodySerializer,
             404: OpenApiResponse(ErrorBodySerializer, description="unknown game, board, window or version"),
         },
-        summary="A board window as CSV (frozen standings, or the current values) for a game's servers",
     )
     def get(self, request: Request, game: str, board: str) -> HttpResponseBase:
         cfg, q, window = board_window(game, board, request, ExportQuerySerializer)

@@ -50,7 +50,7 @@ class WindowFreeze(models.Model):
         return f"{self.board} {self.window} v{self.version}"
 
 
-class Standing(models.Model):
+class FrozenStanding(models.Model):
     """One player's place in a frozen version. Each version is a LIST partition of its own
     (freeze_id), written by seasons.services.window_freeze then attached (migration 0005)."""
 
@@ -67,6 +67,8 @@ class Standing(models.Model):
     encoded = models.BigIntegerField()
 
     class Meta:
+        # the table keeps its first name: each version's partition is named after it (seasons_standing_<id>)
+        db_table = "seasons_standing"
         constraints = [models.UniqueConstraint(fields=["freeze", "position"], name="standing_unique_position")]
         indexes = [models.Index(fields=["freeze", "player"], name="standing_freeze_player")]
 

@@ -10,7 +10,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
 from leaderboard_project.replicas import read_connection
-from seasons.models import Standing, StandingChange, WindowFreeze
+from seasons.models import FrozenStanding, StandingChange, WindowFreeze
 
 
 def frozen_windows(pairs: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
@@ -35,9 +35,9 @@ def latest_freeze(board_id: int, *, window: str) -> WindowFreeze | None:
     return WindowFreeze.objects.filter(board_id=board_id, window=window).order_by("-version").first()
 
 
-def standings_page(freeze: WindowFreeze, *, offset: int, limit: int) -> list[Standing]:
+def standings_page(freeze: WindowFreeze, *, offset: int, limit: int) -> list[FrozenStanding]:
     return list(
-        Standing.objects.filter(freeze=freeze, position__gt=offset, position__lte=offset + limit)
+        FrozenStanding.objects.filter(freeze=freeze, position__gt=offset, position__lte=offset + limit)
         .select_related("player")
         .order_by("position")
     )
@@ -53,7 +53,7 @@ def freeze_of(board_id: int, *, window: str, version: int | None = None) -> Wind
 def standings_rows(freeze: WindowFreeze, *, chunk: int = 5000) -> Iterator[tuple]:
     """A frozen version's standings in order: (position, rank, player id, display name, value, reached_at)."""
     return (
-        Standing.objects.filter(freeze=freeze)
+        FrozenStanding.objects.filter(freeze=freeze)
         .order_by("position")
         .values_list("position", "rank", "player__external_id", "player__display_name", "value", "reached_at")
         .iterator(chunk)
@@ -74,22 +74,26 @@ def frozen_window_names(board_id: int, *, per_kind: int, region: str = "") -> li
     return out
 
 
-def standings_around(freeze: WindowFreeze, *, player_pk: int, around: int) -> list[Standing]:
+def standings_around(freeze: WindowFreeze, *, player_pk: int, around: int) -> list[FrozenStanding]:
     """A player's frozen standing and the `around` either side; [] if they are not in it."""
-    position = Standing.objects.filter(freeze=freeze, player_id=player_pk).values_list("position", flat=True).first()
+    position = (
+        FrozenStanding.objects.filter(freeze=freeze, player_id=player_pk).values_list("position", flat=True).first()
+    )
     if position is None:
         return []
     return list(
-        Standing.objects.filter(freeze=freeze, position__gte=position - around, position__lte=position + around)
+        FrozenStanding.objects.filter(freeze=freeze, position__gte=position - around, position__lte=position + around)
         .select_related("player")
         .order_by("position")
     )
 
 
-def standings_of(freeze: WindowFreeze, *, player_pks: list[int]) -> list[Standing]:
+def standings_of(freeze: WindowFreeze, *, player_pks: list[int]) -> list[FrozenStanding]:
     """The frozen standings of these players (those in it), in their final order."""
     return list(
-        Standing.objects.filter(freeze=freeze, player_id__in=player_pks).select_related("player").order_by("position")
+        FrozenStanding.objects.filter(freeze=freeze, player_id__in=player_pks)
+        .select_related("player")
+        .order_by("position")
     )
 
 
@@ -126,8 +130,10 @@ def freeze_moves(freeze: WindowFreeze, *, limit: int = 200) -> tuple[int, list[M
         .order_by("-value_changed", Coalesce("new_rank", "old_rank"), "player_id")[:limit]
     )
     players = [c.player_id for c in picked]
-    new = dict(Standing.objects.filter(freeze=freeze, player_id__in=players).values_list("player_id", "position"))
-    old = dict(Standing.objects.filter(freeze=previous, player_id__in=players).values_list("player_id", "position"))
+    new = dict(FrozenStanding.objects.filter(freeze=freeze, player_id__in=players).values_list("player_id", "position"))
+    old = dict(
+        FrozenStanding.objects.filter(freeze=previous, player_id__in=players).values_list("player_id", "position")
+    )
     return count, [
         Move(
             c.player_id,
@@ -177,11 +183,11 @@ def archived_windows(board_id: int, *, region: str = "") -> list[ArchivedWindow]
 
 def standings_at(
     freeze_ids: list[int], *, position: int | None = None, player_pk: int | None = None
-) -> dict[int, Standing]:
+) -> dict[int, FrozenStanding]:
     """freeze id -> the standing at `position`, or of `player_pk`, in each of these freezes."""
     if not freeze_ids:
         return {}
-    rows = Standing.objects.filter(freeze_id__in=freeze_ids).select_related("player")
+    rows = FrozenStanding.objects.filter(freeze_id__in=freeze_ids).select_related("player")
     rows = rows.filter(position=position) if position is not None else rows.filter(player_id=player_pk)
     return {s.freeze_id: s for s in rows}
 

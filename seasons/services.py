@@ -20,6 +20,7 @@ from django.utils import timezone
 from scores import windows
 from scores.cutoffs import window_cutoff_set
 from scores.models import Game
+from scores.projection import pending_apply
 from scores.selectors import BoardConfig, game_config, held_touching_top, window_standings_sql
 from seasons.models import WindowClose, WindowFreeze
 
@@ -100,6 +101,8 @@ def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: boo
         if WindowFreeze.objects.filter(board_id=board.id, window=window).exists():
             return None
         window_cutoff_set(game_id=board.game_id, board_id=board.id, window=window)
+        # everything received before the cutoff has committed: apply what the projector has not yet
+        pending_apply()
     with transaction.atomic():
         with connection.cursor() as cur:
             # one freeze of a board window at a time, across processes

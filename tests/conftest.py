@@ -10,11 +10,12 @@ from django.db.models.signals import pre_save
 from django.test import Client
 from redis.cluster import RedisCluster
 
-from boards import index, keys
+from boards import index
 from boards.api import TopApi
-from boards.breaker import breakers_reset
 from boards.profiles import local_caches_clear
-from boards.redis import get_redis
+from rediskit import keys
+from rediskit.breaker import breakers_reset
+from rediskit.client import get_redis
 from scores.auth import sign
 from scores.models import Board
 from scores.selectors import config_cache_clear

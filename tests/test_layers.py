@@ -1,12 +1,16 @@
 """The dependency rule of docs/architecture.md, checked on the imports themselves:
 
-- `scores`, the durable core, imports no other app of the project; where it must call up (the
-  anti-cheat rules, the thresholds' parser) the upper app registers itself in its
-  AppConfig.ready(), and what follows a commit goes out as signals;
+- `scores`, the durable core, imports no other app of the project (nor rediskit: it never
+  touches Redis); where it must call up (the anti-cheat rules, the thresholds' parser) the
+  upper app registers itself in its AppConfig.ready(), and what follows a commit goes out as
+  signals;
+- `rediskit`, the Redis toolkit under boards/, anticheat/ and monitoring/, imports no app;
 - nothing imports the top of the stack: the player pages (`pages`) and the demo (`demo`) use
   the other apps, never the other way round, and not each other (the demo tells the login
   page about itself by registering in its AppConfig.ready());
-- the apps' imports form no cycle."""
+- the apps' imports form no cycle, and neither do the modules': a module that imports another
+  which imports it back, at the top or inside a function, works only by the order things
+  happen to load in."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from django.conf import settings
 
 ROOT = Path(settings.BASE_DIR)
 TOP = ("pages", "demo")
-APPS = ("scores", "boards", "anticheat", "seasons", "monitoring", *TOP)
+APPS = ("rediskit", "scores", "boards", "anticheat", "seasons", "monitoring", *TOP)
 CODE = (*APPS, "leaderboard_project", "scripts", "bench")
 
 
@@ -73,6 +77,10 @@ def test_the_durable_core_imports_no_other_app() -> None:
     assert _app_imports()["scores"] == {}
 
 
+def test_the_redis_toolkit_imports_no_app() -> None:
+    assert _app_imports()["rediskit"] == {}
+
+
 def test_the_apps_import_each_other_without_cycles() -> None:
     graph = {app: set(deps) for app, deps in _app_imports().items()}
     cycles = []
@@ -123,3 +131,123 @@ def test_the_keyword_rule_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "selectors.py"
     bad.write_text("def good(a, *, b): ...\ndef bad(a, b): ...\ndef _private(a, b): ...\n")
     assert [f.split()[-1] for f in _positional_after_first(bad, tmp_path)] == ["bad"]
+
+
+# --- module cycles ---------------------------------------------------------------------------
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes under `if TYPE_CHECKING:`: imports for annotations, never run."""
+    return {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+
+
+def _own_tasks_inside_a_function(module: str, target: str, *, in_function: bool) -> bool:
+    """The Celery idiom: code a task runs queues that task again (`from boards.tasks import
+    live_flush` inside the function that schedules it). The tasks module is the entry point
+    Celery imports; the reverse import runs only once both are loaded."""
+    return in_function and target == f"{module.split('.', 1)[0]}.tasks"
+
+
+def module_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """module -> the project modules it imports, at the top or inside functions (`from a import
+    b` counts as importing module a.b where that is a module, else a)."""
+    paths = {
+        _module_name(p, root): p
+        for package in packages
+        for p in (root / package).rglob("*.py")
+        if "migrations" not in p.parts
+    }
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skipped = _type_checking_only(tree)
+        inside = {
+            id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) for n in ast.walk(f)
+        }
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names]
+            deps.update(
+                target
+                for target in targets
+                if target in paths
+                and target != module
+                and not _own_tasks_inside_a_function(module, target, in_function=id(node) in inside)
+            )
+        graph[module] = deps
+    return graph
+
+
+def module_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """boards.selectors <-> boards.sharded, scores.cutoffs <-> scores.projection and their
+    like: the shared part moves below both (boards/types.py, scores/outbox.py, scores/locks.py)."""
+    graph = module_graph(ROOT, (*APPS, "leaderboard_project"))
+    assert len(graph) > 100
+    assert module_cycles(graph) == []
+
+
+def test_the_cycle_rule_can_fail(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    (app / "sub").mkdir(parents=True)
+    (app / "__init__.py").write_text("")
+    (app / "sub" / "__init__.py").write_text("")
+    (app / "a.py").write_text("from app.sub import b\n")
+    (app / "sub" / "b.py").write_text("def f():\n    from app import a\n")  # inside a function: still a cycle
+    (app / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app import a\n")
+    (app / "tasks.py").write_text("from app import d\n")
+    (app / "d.py").write_text("def later():\n    from app.tasks import t\n")  # the Celery idiom
+    assert module_cycles(module_graph(tmp_path, ("app",))) == [["app.a", "app.sub.b"]]

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 
-from boards import selectors
+from boards.types import BoardEntry, FriendEntry
 from leaderboard_project.errors import ErrorBodySerializer, NotFound
 from scores import windows
 from scores.selectors import BoardConfig, cached_board, cached_game
@@ -100,7 +100,7 @@ class FriendsOutSerializer(BoardWindowOutSerializer):
 # the bodies.
 
 
-def entry_body(e: selectors.Entry) -> dict[str, Any]:
+def entry_body(e: BoardEntry) -> dict[str, Any]:
     return {
         "rank": e.rank,
         "player": e.external_id,
@@ -110,7 +110,7 @@ def entry_body(e: selectors.Entry) -> dict[str, Any]:
     }
 
 
-def friend_entry_body(f: selectors.FriendEntry) -> dict[str, Any]:
+def friend_entry_body(f: FriendEntry) -> dict[str, Any]:
     e = f.entry
     return {
         "rank": f.rank,
@@ -223,7 +223,7 @@ PLAYER_READ_ERRORS = {
 
 
 def _int_param(name: str, description: str) -> OpenApiParameter:
-    """An integer query parameter with the bounds _query() enforces (the schema states them)."""
+    """An integer query parameter with the bounds parsed_query() enforces (the schema states them)."""
     lo, hi = _INT_PARAMS[name]
     default = QUERY_DEFAULTS[TopQuerySerializer].get(name, QUERY_DEFAULTS[PlayerQuerySerializer].get(name))
     schema = {"type": "integer", "minimum": lo, "maximum": hi, "default": default}

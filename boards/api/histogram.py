@@ -34,9 +34,9 @@ class HistogramApi(APIView):
 
     @extend_schema(
         operation_id="boards_histogram",
+        summary="How many players stand in each score bucket (lowest value first); may be minutes old",
         parameters=[WINDOW_PARAM, REGION_PARAM],
         responses={200: HistogramOutSerializer, **PUBLIC_READ_ERRORS},
-        summary="How many players stand in each score bucket (lowest value first); may be minutes old",
     )
     def get(self, request: Request, game: str, board: str) -> Response:
         cfg, _, window = board_window(game, board, request)

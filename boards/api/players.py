@@ -29,9 +29,9 @@ from boards.api.common import (
     resolved_window,
 )
 from boards.profiles import friend_pks, player_pk, player_pk_cached
-from boards.redis import REDIS_DOWN
 from boards.throttles import PlayerReadThrottle
 from leaderboard_project.errors import NotFound
+from rediskit.client import REDIS_DOWN
 from scores.auth import PlayerPrincipal, PlayerTokenAuthentication, ServerKeyAuthentication
 from scores.ids import player_id_check
 from scores.models import ServerKey
@@ -121,9 +121,9 @@ class PlayerStandingApi(PlayerReadApi):
 
     @extend_schema(
         operation_id="boards_player",
+        summary="A player's exact rank, percentile and the players around them",
         parameters=[WINDOW_PARAM, REGION_PARAM, AROUND_PARAM],
         responses={200: PlayerOutSerializer, **PLAYER_READ_ERRORS},
-        summary="A player's exact rank, percentile and the players around them",
     )
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
         if self._prefetched is not None:
@@ -158,9 +158,9 @@ class PlayerStandingApi(PlayerReadApi):
 class FriendsBoardApi(PlayerReadApi):
     @extend_schema(
         operation_id="boards_friends",
+        summary="The player and their friends, ranked among themselves and on the whole board",
         parameters=[WINDOW_PARAM, REGION_PARAM],
         responses={200: FriendsOutSerializer, **PLAYER_READ_ERRORS},
-        summary="The player and their friends, ranked among themselves and on the whole board",
     )
     def get(self, request: Request, game: str, board: str, player: str) -> Response:
         cfg, _, window = board_window(game, board, request)

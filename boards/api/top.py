@@ -68,9 +68,9 @@ class TopApi(APIView):
 
     @extend_schema(
         operation_id="boards_top",
+        summary="The top of a board",
         parameters=[WINDOW_PARAM, REGION_PARAM, LIMIT_PARAM, OFFSET_PARAM],
         responses={200: TopOutSerializer, **PUBLIC_READ_ERRORS},
-        summary="The top of a board",
     )
     def get(self, request: Request, game: str, board: str) -> Response:
         cfg, q, window = board_window(game, board, request, TopQuerySerializer)

@@ -5,5 +5,5 @@
 - games.py: the public description of a game (section 12)
 - common.py: what the game-server endpoints share (authentication, the game, the errors)
 
-Moderation (void, approve) is anticheat/api.py's; reads of boards are boards/api.py's.
+Moderation (void, approve) is anticheat/api.py's; reads of boards are boards/api/'s.
 """

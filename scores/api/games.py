@@ -73,7 +73,7 @@ def _cacheable(response: Response) -> Response:
 
 
 class GamesApi(APIView):
-    @extend_schema(operation_id="games_list", responses={200: GamesOutSerializer}, summary="The games served here")
+    @extend_schema(operation_id="games_list", summary="The games served here", responses={200: GamesOutSerializer})
     def get(self, request: Request) -> Response:
         return _cacheable(Response(GamesOutSerializer({"games": selectors.games_list()}).data))
 
@@ -81,8 +81,8 @@ class GamesApi(APIView):
 class GameApi(APIView):
     @extend_schema(
         operation_id="games_describe",
-        responses={200: GameOutSerializer, 404: ErrorBodySerializer},
         summary="A game's boards (order, mode, windows, bounds, rank display), seasons and regions",
+        responses={200: GameOutSerializer, 404: ErrorBodySerializer},
     )
     def get(self, request: Request, game: str) -> Response:
         found = selectors.game_describe(slug=game)

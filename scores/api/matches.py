@@ -213,9 +213,9 @@ class BatchOutSerializer(serializers.Serializer):
 class MatchSubmitApi(ServerApiView):
     @extend_schema(
         operation_id="matches_submit",
+        summary="Submit one match's results (idempotent by match_id)",
         request=MatchInSerializer,
         responses={201: MatchOutSerializer, 200: MatchOutSerializer, 409: ErrorBodySerializer, **ERRORS},
-        summary="Submit one match's results (idempotent by match_id)",
     )
     def post(self, request: Request, game: str) -> Response:
         match = _fast_match(request.data)

@@ -26,13 +26,11 @@ checks.py (the rules anticheat/ registers), regions.py (regional claims), matche
 match is, and how it is refused).
 """
 
-from scores.ingest.append import NOTIFY_CHANNEL
 from scores.ingest.checks import NewMatches, SubmissionChecks, Verdict, submission_checks_register
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, ResultIn, RuleRejected
 from scores.ingest.submit import match_submit, matches_submit
 
 __all__ = [
-    "NOTIFY_CHANNEL",
     "InvalidMatch",
     "MatchConflict",
     "MatchIn",

@@ -12,12 +12,10 @@ from django.db import IntegrityError, connection
 from scores import locks, pgarrays
 from scores.ingest.matches import MatchIn
 from scores.models import ServerKey
-from scores.projection.batch import PARTITIONS
-from scores.projection.values import result_windows
 from scores.selectors import GameConfig
 from scores.sql import fetch_prepared
+from scores.windows import result_windows
 
-NOTIFY_CHANNEL = "lb_projector"
 PREPARED_UP_TO = 20  # results in a submission whose statement runs prepared
 
 
@@ -55,18 +53,19 @@ class _Appended:
 
 # A submission's players that are new (names come later, from the projector)
 _INSERT_PLAYERS = """INSERT INTO scores_player (game_id, external_id, display_name, created_at)
-    SELECT %(game)s, u.p, u.name, now() FROM unnest(%(p)s::text[], %(pn)s::text[]) AS u(p, name)
-    ORDER BY u.p
+    SELECT %(game)s, u.external_id, u.display_name, now()
+    FROM unnest(%(player_ids)s::text[], %(player_names)s::text[]) AS u(external_id, display_name)
+    ORDER BY u.external_id
     ON CONFLICT (game_id, external_id) DO NOTHING"""
 
 # One statement, in this order of effect: the shared ingest lock, then the stamp; players that
-# are new; matches that are new; their results; one pending row per projector partition they
+# are new; matches that are new; their results; one pending row per projector lane they
 # touch. Its one row of arrays answers everything the request
 # still has to decide. A result whose player is neither inserted nor visible (created by a
 # request that committed after this statement's snapshot) gets a NULL player and fails the
 # NOT NULL constraint: see PlayerRace.
 _APPEND = f"""
-WITH lk AS (SELECT pg_advisory_xact_lock_shared(%(lock_ns)s, %(game)s::int) AS locked),
+WITH lk AS (SELECT pg_advisory_xact_lock_shared(%(ingest_lock)s, %(game)s::int) AS locked),
 stamp AS (SELECT clock_timestamp() AS at FROM lk),
 new_players AS (
     {_INSERT_PLAYERS}
@@ -75,44 +74,46 @@ new_players AS (
 players AS (
     SELECT external_id, id FROM new_players
     UNION ALL
-    SELECT external_id, id FROM scores_player WHERE game_id = %(game)s AND external_id = ANY(%(p)s::text[])
+    SELECT external_id, id FROM scores_player WHERE game_id = %(game)s AND external_id = ANY(%(player_ids)s::text[])
 ),
 new_matches AS (
     INSERT INTO scores_match (game_id, match_id, ended_at, body_hash, status, server_key_id, received_at)
-    SELECT %(game)s, u.m, u.e, u.h, 'accepted', %(key)s, (SELECT at FROM stamp)
-    FROM unnest(%(m)s::text[], %(e)s::timestamptz[], %(h)s::text[]) WITH ORDINALITY AS u(m, e, h, n)
+    SELECT %(game)s, u.match_id, u.ended_at, u.body_hash, 'accepted', %(key)s, (SELECT at FROM stamp)
+    FROM unnest(%(match_ids)s::text[], %(match_ended_at)s::timestamptz[], %(match_hashes)s::text[])
+        WITH ORDINALITY AS u(match_id, ended_at, body_hash, n)
     ORDER BY u.n
     ON CONFLICT (game_id, match_id) DO NOTHING
     RETURNING id, match_id, ended_at
 ),
 new_results AS (
     INSERT INTO scores_result (match_id, player_id, board_id, score, metadata, display_name, ended_at)
-    SELECT m.id, p.id, u.b, u.s, u.md::jsonb, u.dn, m.ended_at
-    FROM unnest(%(rm)s::text[], %(rp)s::text[], %(rb)s::bigint[], %(rs)s::bigint[], %(rmd)s::text[],
-                %(rdn)s::text[]) WITH ORDINALITY AS u(m, p, b, s, md, dn, n)
-    JOIN new_matches m ON m.match_id = u.m
-    LEFT JOIN players p ON p.external_id = u.p
+    SELECT m.id, p.id, u.board_id, u.score, u.metadata::jsonb, u.display_name, m.ended_at
+    FROM unnest(%(result_matches)s::text[], %(result_players)s::text[], %(result_boards)s::bigint[],
+                %(result_scores)s::bigint[], %(result_metadata)s::text[], %(result_names)s::text[])
+        WITH ORDINALITY AS u(match_id, player, board_id, score, metadata, display_name, n)
+    JOIN new_matches m ON m.match_id = u.match_id
+    LEFT JOIN players p ON p.external_id = u.player
     ORDER BY u.n
     RETURNING match_id, player_id, board_id, ended_at
 ),
 queued AS (
-    INSERT INTO scores_pending (partition, match_pks, ended_from, ended_to, created_at)
-    SELECT mod(player_id, %(parts)s), array_agg(DISTINCT match_id), min(ended_at), max(ended_at), clock_timestamp()
+    INSERT INTO scores_pending (lane, match_pks, ended_from, ended_to, created_at)
+    SELECT mod(player_id, %(lanes)s), array_agg(DISTINCT match_id), min(ended_at), max(ended_at), clock_timestamp()
     FROM new_results GROUP BY 1
-    RETURNING partition
+    RETURNING lane
 ),
 old AS (
     SELECT x.match_id, x.body_hash, x.status FROM scores_match x
-    WHERE x.game_id = %(game)s AND x.match_id = ANY(%(m)s::text[])
+    WHERE x.game_id = %(game)s AND x.match_id = ANY(%(match_ids)s::text[])
 ),
 history AS (
     SELECT r.board_id, p.external_id, pv.encoded
-    FROM (SELECT DISTINCT board_id, player_id FROM new_results WHERE board_id = ANY(%(hb)s::bigint[])) r
+    FROM (SELECT DISTINCT board_id, player_id FROM new_results WHERE board_id = ANY(%(history_boards)s::bigint[])) r
     JOIN scores_playervalue pv ON pv.board_id = r.board_id AND pv."window" = 'all' AND pv.player_id = r.player_id
     JOIN players p ON p.id = r.player_id
 ),
 cuts AS (
-    SELECT c.board_id, c."window" FROM unnest(%(cb)s::bigint[], %(cw)s::text[]) AS u(b, w)
+    SELECT c.board_id, c."window" FROM unnest(%(cutoff_boards)s::bigint[], %(cutoff_windows)s::text[]) AS u(b, w)
     JOIN scores_windowcutoff c ON c.board_id = u.b AND c."window" = u.w
 )
 SELECT
@@ -150,24 +151,24 @@ def append(
     windows = _windows_of(config, items)
     pairs = sorted(set().union(*windows.values()))
     params = {
-        "lock_ns": locks.INGEST,
+        "ingest_lock": locks.INGEST,
         "game": config.game.id,
         "key": server_key.id if server_key else None,
-        "p": pgarrays.texts(players),
-        "pn": pgarrays.texts(names[p] for p in players),
-        "m": pgarrays.texts(m.match_id for _, m, _ in items),
-        "e": pgarrays.timestamps(m.ended_at for _, m, _ in items),
-        "h": pgarrays.texts(d for _, _, d in items),
-        "rm": pgarrays.texts(mid for mid, _ in results),
-        "rp": pgarrays.texts(r.player for _, r in results),
-        "rb": pgarrays.ints(boards[r.board].id for _, r in results),
-        "rs": pgarrays.ints(r.score for _, r in results),
-        "rmd": pgarrays.texts(None if r.metadata is None else json.dumps(r.metadata) for _, r in results),
-        "rdn": pgarrays.texts(r.display_name for _, r in results),
-        "parts": PARTITIONS,
-        "hb": pgarrays.ints(sorted(history_boards)),
-        "cb": pgarrays.ints(b for b, _ in pairs),
-        "cw": pgarrays.texts(w for _, w in pairs),
+        "player_ids": pgarrays.texts(players),
+        "player_names": pgarrays.texts(names[p] for p in players),
+        "match_ids": pgarrays.texts(m.match_id for _, m, _ in items),
+        "match_ended_at": pgarrays.timestamps(m.ended_at for _, m, _ in items),
+        "match_hashes": pgarrays.texts(digest for _, _, digest in items),
+        "result_matches": pgarrays.texts(match_id for match_id, _ in results),
+        "result_players": pgarrays.texts(r.player for _, r in results),
+        "result_boards": pgarrays.ints(boards[r.board].id for _, r in results),
+        "result_scores": pgarrays.ints(r.score for _, r in results),
+        "result_metadata": pgarrays.texts(None if r.metadata is None else json.dumps(r.metadata) for _, r in results),
+        "result_names": pgarrays.texts(r.display_name for _, r in results),
+        "lanes": locks.LANES,
+        "history_boards": pgarrays.ints(sorted(history_boards)),
+        "cutoff_boards": pgarrays.ints(b for b, _ in pairs),
+        "cutoff_windows": pgarrays.texts(w for _, w in pairs),
     }
     if players_first:
         # Where a concurrent request inserted one of these players and has not committed, this
@@ -176,7 +177,7 @@ def append(
         # takes it: one lock order everywhere (scores/locks.py).
         locks.ingest_lock_shared(config.game.id)
         with connection.cursor() as cur:
-            cur.execute(_INSERT_PLAYERS, {k: params[k] for k in ("game", "p", "pn")})
+            cur.execute(_INSERT_PLAYERS, {k: params[k] for k in ("game", "player_ids", "player_names")})
     try:
         # no savepoint of its own: a failure here fails the whole submission's transaction
         # prepared for a small submission only (scores/sql.py): a batch is planned for its size
@@ -185,16 +186,34 @@ def append(
         if "player_id" in str(exc):
             raise PlayerRace from exc
         raise
-    new_ids, new_pks, old_ids, old_hashes, old_status, p_ids, p_pks, h_boards, h_players, h_values, c_b, c_w, _ = (
-        v or [] for v in row
-    )
+    (
+        new_match_ids,
+        new_match_pks,
+        old_match_ids,
+        old_hashes,
+        old_statuses,
+        player_ids,
+        player_pks,
+        history_boards_found,
+        history_players,
+        history_values,
+        cutoff_boards,
+        cutoff_windows,
+        _,
+    ) = (column or [] for column in row)
     return _Appended(
-        new=dict(zip(new_ids, new_pks, strict=True)),
-        old={mid: (digest, status) for mid, digest, status in zip(old_ids, old_hashes, old_status, strict=True)},
-        players=dict(zip(p_ids, p_pks, strict=True)),
-        history={(b, p): e for b, p, e in zip(h_boards, h_players, h_values, strict=True)},
+        new=dict(zip(new_match_ids, new_match_pks, strict=True)),
+        old={
+            match_id: (digest, status)
+            for match_id, digest, status in zip(old_match_ids, old_hashes, old_statuses, strict=True)
+        },
+        players=dict(zip(player_ids, player_pks, strict=True)),
+        history={
+            (board, player): encoded
+            for board, player, encoded in zip(history_boards_found, history_players, history_values, strict=True)
+        },
         windows=windows,
-        cutoffs=set(zip(c_b, c_w, strict=True)),
+        cutoffs=set(zip(cutoff_boards, cutoff_windows, strict=True)),
     )
 
 

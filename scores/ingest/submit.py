@@ -13,9 +13,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from scores.ingest import checks
-from scores.ingest.append import NOTIFY_CHANNEL, PlayerRace, append, matches_delete, matches_existing, matches_hold
+from scores.ingest.append import PlayerRace, append, matches_delete, matches_existing, matches_hold
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, RuleRejected
 from scores.ingest.regions import region_claims_load, region_claims_store, regionalize
+from scores.locks import NOTIFY_CHANNEL
 from scores.models import Game, ServerKey
 from scores.selectors import GameConfig, game_config
 

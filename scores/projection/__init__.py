@@ -6,27 +6,11 @@ it applied, so its progress commits with the values it wrote:
 
 - batch.py   one batch: claim, read the results, apply, and the drain moderation and freezes use
 - values.py  the fold: windows, per-batch aggregation, the GREATEST / sum upserts, the outbox
-- runner.py  the long-running process (`manage.py projector`): LISTEN/NOTIFY, partitions, lag
+- runner.py  the long-running process (`manage.py projector`): LISTEN/NOTIFY, lanes, lag
 
 docs/architecture.md ("Ingest: append, then project") explains the design and its guarantees.
 """
 
-from scores.projection.batch import (
-    ALL_PARTITIONS,
-    PARTITIONS,
-    BatchReport,
-    batch_apply,
-    partition_of,
-    pending_apply,
-    pending_lag,
-)
+from scores.projection.batch import BatchReport, batch_apply, pending_apply, pending_lag
 
-__all__ = [
-    "ALL_PARTITIONS",
-    "PARTITIONS",
-    "BatchReport",
-    "batch_apply",
-    "partition_of",
-    "pending_apply",
-    "pending_lag",
-]
+__all__ = ["BatchReport", "batch_apply", "pending_apply", "pending_lag"]

@@ -1,8 +1,8 @@
 """One projector batch: claim pending matches, apply their results to values, in one transaction.
 
     BEGIN
-      apply locks of the partitions (scores/locks.py)   skip the ones a void holds now
-      the fold (values.py), one statement: DELETE the oldest pending rows of those partitions
+      apply locks of the lanes (scores/locks.py)        skip the ones a void holds now
+      the fold (values.py), one statement: DELETE the oldest pending rows of those lanes
         (whole rows, up to MAX_MATCHES matches: the progress, committed with the values),
         expand their accepted results into windows, aggregate, upsert, apply display names
       INSERT scores_boardoutbox                         what changed, for the Redis mirror
@@ -24,19 +24,14 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from scores import locks
+from scores.locks import ALL_LANES
 from scores.projection.values import values_project
 from scores.send import send_on_commit
 from scores.signals import matches_applied
 
-PARTITIONS = locks.PARTITIONS
-ALL_PARTITIONS = tuple(range(PARTITIONS))
 # How many matches a batch claims at most (whole pending rows; a 1000-match request is one
-# row per partition it touches).
+# row per lane it touches).
 MAX_MATCHES = 5000
-
-
-def partition_of(player_id: int) -> int:
-    return player_id % PARTITIONS
 
 
 @dataclass
@@ -46,32 +41,32 @@ class BatchReport:
     results: int = 0
     values: int = 0  # values that changed
     oldest: datetime | None = None  # when the oldest applied row was committed: the lag
-    partitions: list[int] = field(default_factory=list)
+    lanes: list[int] = field(default_factory=list)
 
 
 def batch_apply(
     *,
-    partitions: Sequence[int] = ALL_PARTITIONS,
+    lanes: Sequence[int] = ALL_LANES,
     max_matches: int = MAX_MATCHES,
     upto_id: int | None = None,
     wait: bool = False,
 ) -> BatchReport:
-    """Apply one batch of the pending matches of these partitions: its own transaction, or a
+    """Apply one batch of the pending matches of these lanes: its own transaction, or a
     savepoint of the caller's (whose locks then last until the caller commits).
 
-    The projector skips partitions whose apply lock is taken (wait=False); moderation and
+    The projector skips lanes whose apply lock is taken (wait=False); moderation and
     freezes wait for them (wait=True)."""
     report = BatchReport()
     with transaction.atomic():
         if wait:
-            locks.apply_lock(partitions)
-            locked = sorted(set(partitions))
+            locks.apply_lock(lanes)
+            locked = sorted(set(lanes))
         else:
-            locked = locks.apply_lock_try(partitions)
+            locked = locks.apply_lock_try(lanes)
         if not locked:
             return report
-        report.partitions = locked
-        folded = values_project(partitions=locked, max_matches=max_matches, upto_id=upto_id)
+        report.lanes = locked
+        folded = values_project(lanes=locked, max_matches=max_matches, upto_id=upto_id)
         if not folded.rows:
             return report
         report.rows, report.oldest, report.matches = folded.rows, folded.oldest, len(folded.match_pks)
@@ -80,9 +75,9 @@ def batch_apply(
     return report
 
 
-def pending_apply(*, partitions: Sequence[int] = ALL_PARTITIONS, upto_id: int | None = None) -> int:
-    """Apply every pending match of these partitions committed so far (up to upto_id), waiting
-    for a projector batch that holds one. Inside a transaction, the partitions stay locked until
+def pending_apply(*, lanes: Sequence[int] = ALL_LANES, upto_id: int | None = None) -> int:
+    """Apply every pending match of these lanes committed so far (up to upto_id), waiting for a
+    projector batch that holds one. Inside a transaction, the lanes stay locked until
     it ends: moderation then recomputes knowing nothing of them is half-applied. Returns how
     many matches were applied."""
     if upto_id is None:
@@ -93,7 +88,7 @@ def pending_apply(*, partitions: Sequence[int] = ALL_PARTITIONS, upto_id: int | 
     while True:
         # with nothing to claim this still takes the locks: the caller's recompute must not
         # race a projector batch either
-        report = batch_apply(partitions=partitions, upto_id=upto_id, wait=True)
+        report = batch_apply(lanes=lanes, upto_id=upto_id, wait=True)
         if not report.rows:
             return applied
         applied += report.matches

@@ -5,11 +5,11 @@
   While submissions keep coming it runs one batch per INTERVAL_SECONDS, each taking whatever is
   pending (up to MAX_MATCHES; a backlog is taken batch after batch without pause), so batches
   grow with the load and the cost per result falls.
-- Partitions: a process applies the partitions it owns. Ownership is a session advisory lock
-  held on its LISTEN connection, so two processes never own one partition, and when a process
-  dies (its connection drops) another that wants the partition takes it within OWN_RETRY_SECONDS.
-  Run N processes side by side, on N machines, with disjoint `--partitions` (each may also list
-  the others' partitions to stand by for them).
+- Lanes (scores/locks.py): a process applies the lanes it owns. Ownership is a session advisory
+  lock held on its LISTEN connection, so two processes never own one lane, and when a process
+  dies (its connection drops) another that wants the lane takes it within OWN_RETRY_SECONDS.
+  Run N processes side by side, on N machines, with disjoint `--lanes` (each may also list the
+  others' lanes to stand by for them).
 - Postgres down: it logs once, retries with a growing pause, and carries on where the pending
   rows say when Postgres is back. Nothing is lost: the rows are the progress.
 """
@@ -31,14 +31,14 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from leaderboard_project.database import connect_params
+from scores.locks import ALL_LANES, NOTIFY_CHANNEL, OWN
 from scores.partitions import result_partitions_ensure
-from scores.projection.batch import ALL_PARTITIONS, MAX_MATCHES, batch_apply
+from scores.projection.batch import MAX_MATCHES, batch_apply
 
 log = logging.getLogger(__name__)
 
-OWN = 7303  # advisory lock namespace of partition ownership (scores/locks.py has the others)
 OWN_RETRY_SECONDS = 5.0
-PARTITIONS_EVERY_SECONDS = 3600.0
+RESULT_PARTITIONS_EVERY_SECONDS = 3600.0  # the day partitions made ahead (scores/partitions.py)
 REPORT_EVERY_SECONDS = 30.0
 # While submissions keep coming, at most one batch per interval (a backlog is taken at once,
 # batch after full batch; the first submission after a quiet spell is applied at once): the
@@ -62,12 +62,12 @@ class Projector:
     def __init__(
         self,
         *,
-        partitions: Sequence[int] = ALL_PARTITIONS,
+        lanes: Sequence[int] = ALL_LANES,
         idle_seconds: float = 1.0,
         interval_seconds: float = INTERVAL_SECONDS,
         max_matches: int = MAX_MATCHES,
     ) -> None:
-        self.wanted = sorted(set(partitions))
+        self.wanted = sorted(set(lanes))
         self.idle_seconds = idle_seconds
         self.interval_seconds = interval_seconds
         self.max_matches = max_matches
@@ -103,10 +103,10 @@ class Projector:
     def _run_connected(self) -> None:
         self._connect()
         now = time.monotonic()
-        own_at = partitions_at = report_at = now
+        own_at = result_partitions_at = report_at = now
         result_partitions_ensure()
         self._own()
-        log.info("projector: owns partitions %s of %s", ranges(self._owned), ranges(self.wanted))
+        log.info("projector: owns lanes %s of %s", ranges(self._owned), ranges(self.wanted))
         while not self.stopping.is_set():
             now = time.monotonic()
             if now >= own_at + OWN_RETRY_SECONDS:
@@ -115,9 +115,9 @@ class Projector:
                     before = list(self._owned)
                     self._own()
                     if self._owned != before:
-                        log.info("projector: now owns partitions %s", ranges(self._owned))
-            if now >= partitions_at + PARTITIONS_EVERY_SECONDS:
-                partitions_at = now
+                        log.info("projector: now owns lanes %s", ranges(self._owned))
+            if now >= result_partitions_at + RESULT_PARTITIONS_EVERY_SECONDS:
+                result_partitions_at = now
                 result_partitions_ensure()
             if now >= report_at + REPORT_EVERY_SECONDS:
                 report_at = now
@@ -134,8 +134,8 @@ class Projector:
             self._wait(self.idle_seconds)  # idle: the next submission wakes us at once
 
     def step(self) -> int:
-        """One batch over the owned partitions; returns how many matches it applied."""
-        report = batch_apply(partitions=self._owned, max_matches=self.max_matches)
+        """One batch over the owned lanes; returns how many matches it applied."""
+        report = batch_apply(lanes=self._owned, max_matches=self.max_matches)
         if not report.rows:
             return 0
         t = self.totals
@@ -152,8 +152,6 @@ class Projector:
         # the primary among several hosts, as Django's own connections reach it
         params = {**connect_params(settings.DATABASES["default"]), "connect_timeout": 5}
         self._listen = psycopg.connect(**params, autocommit=True)
-        from scores.ingest import NOTIFY_CHANNEL
-
         self._listen.execute(f"LISTEN {NOTIFY_CHANNEL}")
         self._owned = []
 
@@ -189,11 +187,6 @@ class Projector:
         for _ in self._listen.notifies(timeout=seconds, stop_after=1):
             break
 
-    def _drain_notifications(self) -> None:
-        assert self._listen is not None
-        for _ in self._listen.notifies(timeout=0):
-            pass
-
     def _report(self) -> None:
         t = self.totals
         log.info(
@@ -205,8 +198,8 @@ class Projector:
         )
 
 
-def owned_partitions() -> set[int]:
-    """The partitions some running projector owns now, as Postgres sees their ownership locks
+def owned_lanes() -> set[int]:
+    """The lanes some running projector owns now, as Postgres sees their ownership locks
     (a projector that died, or lost its connection, owns nothing)."""
     with connection.cursor() as cur:
         cur.execute(
@@ -236,10 +229,10 @@ def ranges(parts: Sequence[int]) -> str:
     return ",".join(out) or "none"
 
 
-def parse_partitions(text: str) -> list[int]:
+def parse_lanes(text: str) -> list[int]:
     """ "all", or "0-7", "0,3,8-11"; raises ValueError naming what is wrong."""
     if text.strip() == "all":
-        return list(ALL_PARTITIONS)
+        return list(ALL_LANES)
     found: set[int] = set()
     for part in text.split(","):
         part = part.strip()
@@ -247,8 +240,8 @@ def parse_partitions(text: str) -> list[int]:
         try:
             first, last = int(lo), int(hi or lo)
         except ValueError:
-            raise ValueError(f"{part!r} is not a partition or a range like 0-7") from None
-        if not 0 <= first <= last < len(ALL_PARTITIONS):
-            raise ValueError(f"{part!r}: partitions are 0-{len(ALL_PARTITIONS) - 1}")
+            raise ValueError(f"{part!r} is not a lane or a range like 0-7") from None
+        if not 0 <= first <= last < len(ALL_LANES):
+            raise ValueError(f"{part!r}: lanes are 0-{len(ALL_LANES) - 1}")
         found.update(range(first, last + 1))
     return sorted(found)

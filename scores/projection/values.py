@@ -5,8 +5,8 @@ The statement (FOLD below) claims the batch's pending rows and, in SQL:
 2. expands each result into the windows it counts in: "all", daily, weekly, monthly in the
    game's reset time zone, the seasons it falls in, and on a regional board the same windows
    of the player's region (prefixed "eu/...", in the region's zone) - the rules of
-   scores.windows.windows_for, which result_windows() below spells in Python for the request
-   side and moderation (tests/scores/test_windows_sql.py keeps the two equal);
+   scores.windows.windows_for, which scores.windows.result_windows() spells in Python for the
+   request side and moderation (tests/scores/test_windows_sql.py keeps the two equal);
 3. drops the windows whose cutoff came before the match began to count (cutoffs.COUNTS_FROM);
 4. aggregates per (board, window, player), as a statement cannot update a row twice: best
    boards keep the largest encoded score (the first such match on a tie), total boards sum
@@ -23,33 +23,18 @@ does the per-result work in C; Python only shapes what changed.
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
-
 from scores import encoding, pgarrays
 from scores.cutoffs import COUNTS_FROM
-from scores.locks import PARTITIONS
-from scores.selectors import BoardConfig, GameConfig
+from scores.locks import LANES
+from scores.outbox import outbox_entries, outbox_insert
+from scores.selectors import EncodedValue
 from scores.send import send_on_commit
 from scores.signals import score_accepted
 from scores.sql import fetch_prepared
-from scores.windows import in_region, windows_for
-
-Entry = tuple[int, str, int, int]  # board_id, window, player_id, encoded
-
-
-def result_windows(config: GameConfig, board: BoardConfig, ended_at: datetime, region: str | None) -> list[str]:
-    """The global windows of a result, and its region's on a regional board."""
-    found = windows_for(ended_at, config.game.reset_timezone, board.windows, config.seasons)
-    if board.regions and region is not None:
-        tz = config.regions[region].timezone
-        found += [in_region(region, w) for w in windows_for(ended_at, tz, board.windows, config.seasons)]
-    return found
 
 
 def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime) -> datetime:
@@ -103,20 +88,20 @@ _TOTAL_REACHED = """CASE
 
 FOLD = f"""
 WITH picked AS (
-    -- the oldest pending rows of the partitions, whole, while the matches before each fit the
-    -- batch (always the first); the caller holds the partitions' apply locks
+    -- the oldest pending rows of the lanes, whole, while the matches before each fit the
+    -- batch (always the first); the caller holds the lanes' apply locks
     SELECT id FROM (
         SELECT id, sum(cardinality(match_pks)) OVER (ORDER BY id) - cardinality(match_pks) AS before
-        FROM scores_pending WHERE partition = ANY(%(parts)s::int[]) AND id <= %(upto)s ORDER BY id LIMIT 1000
+        FROM scores_pending WHERE lane = ANY(%(lanes)s::int[]) AND id <= %(upto)s ORDER BY id LIMIT 1000
     ) AS queue WHERE before < %(max)s
 ), claimed AS (
     DELETE FROM scores_pending WHERE id IN (SELECT id FROM picked)
-    RETURNING partition, match_pks, ended_from, ended_to, created_at
+    RETURNING lane, match_pks, ended_from, ended_to, created_at
 ), wanted AS (
-    SELECT DISTINCT c.partition, x.pk, c.ended_from, c.ended_to FROM claimed c, unnest(c.match_pks) AS x(pk)
+    SELECT DISTINCT c.lane, x.pk, c.ended_from, c.ended_to FROM claimed c, unnest(c.match_pks) AS x(pk)
 ), res AS MATERIALIZED (
-    -- a result is read by the partition its player falls in (a match with players in several
-    -- partitions is pending in several rows). LATERAL with a fence (LIMIT/OFFSET, so the planner
+    -- a result is read by the lane its player falls in (a match with players in several lanes
+    -- is pending in several rows). LATERAL with a fence (LIMIT/OFFSET, so the planner
     -- cannot flatten it): index lookups per claimed match whatever it believes of the tables'
     -- sizes (statistics lag tables that grow quickly: a hash join over all of scores_match was
     -- its choice on a young database)
@@ -129,7 +114,7 @@ WITH picked AS (
     CROSS JOIN LATERAL (
         SELECT r.* FROM scores_result r
         WHERE r.match_id = w.pk AND r.ended_at >= w.ended_from AND r.ended_at <= w.ended_to
-          AND mod(r.player_id, {PARTITIONS}) = w.partition
+          AND mod(r.player_id, {LANES}) = w.lane
         OFFSET 0
     ) AS r
     WHERE m.status = 'accepted'
@@ -209,18 +194,18 @@ class Folded:
     oldest: datetime | None  # when the oldest of them was committed
     match_pks: list[int]  # the matches they listed (held or voided ones included)
     results: int  # accepted results counted
-    changed: list[Entry]  # values that changed
+    changed: list[EncodedValue]
 
 
 NO_LIMIT = 2**63 - 1
 
 
-def values_project(*, partitions: Sequence[int], max_matches: int, upto_id: int | None) -> Folded:
-    """Claim and apply the oldest pending rows of these partitions (the caller holds their
+def values_project(*, lanes: Sequence[int], max_matches: int, upto_id: int | None) -> Folded:
+    """Claim and apply the oldest pending rows of these lanes (the caller holds their
     apply locks). After commit, boards/ mirrors what changed (score_accepted), through an outbox
     row written here."""
     params = {
-        "parts": pgarrays.ints(partitions),
+        "lanes": pgarrays.ints(lanes),
         "upto": NO_LIMIT if upto_id is None else upto_id,
         "max": max_matches,
         **encoding.sql_params(),
@@ -229,24 +214,5 @@ def values_project(*, partitions: Sequence[int], max_matches: int, upto_id: int 
     changed = list(zip(boards or [], windows or [], players or [], encoded or [], strict=True))
     if changed:
         outbox_id = outbox_insert(outbox_entries((b, w, p) for b, w, p, _ in changed))
-        send_on_commit(score_accepted, outbox_id=outbox_id, entries=changed)
+        send_on_commit(score_accepted, outbox_id=outbox_id, values=changed)
     return Folded(rows, oldest, match_pks or [], results, changed)
-
-
-def outbox_insert(entries: list[list], *, rewrite: bool = False) -> int:
-    # what BoardOutbox.objects.create() does, without the ORM's per-call work on the hot path
-    with connection.cursor() as cur:
-        cur.execute(
-            "INSERT INTO scores_boardoutbox (created_at, entries, rewrite) VALUES (clock_timestamp(), %s::jsonb, %s) "
-            "RETURNING id",
-            [json.dumps(entries, separators=(",", ":")), rewrite],
-        )
-        return cur.fetchone()[0]
-
-
-def outbox_entries(refs: Iterable[tuple[int, str, int]]) -> list[list]:
-    """The outbox row's entries: player ids grouped per (board, window), see BoardOutbox."""
-    grouped: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for board_id, window, player_id in refs:
-        grouped[(board_id, window)].append(player_id)
-    return [[b, w, players] for (b, w), players in grouped.items()]

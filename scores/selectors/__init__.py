@@ -44,6 +44,7 @@ from scores.selectors.players import (
 from scores.selectors.values import (
     ORDER_SQL,
     DurableSlice,
+    EncodedValue,
     best_over_days_stream,
     board_values_stream,
     durable_position,
@@ -64,6 +65,7 @@ __all__ = [
     "ORDER_SQL",
     "BoardConfig",
     "DurableSlice",
+    "EncodedValue",
     "GameConfig",
     "GameDescription",
     "PlayerResult",

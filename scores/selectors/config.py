@@ -75,7 +75,7 @@ class BoardConfig(BoardDefinition):
     # anti-cheat threshold overrides (anticheat/rules.py); not part of equality or hashing
     anticheat: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     format: str = "integer"  # how pages show a score (scores/formats.py); the API answers integers
-    shards: int = 1  # sorted sets per window (boards/keys.py shard keys)
+    shards: int = 1  # sorted sets per window (rediskit/keys.py shard keys)
     exact_rank_limit: int = 10_000
 
     def region(self, slug: str) -> RegionConfig | None:

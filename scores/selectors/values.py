@@ -193,11 +193,11 @@ def held_touching_top(board: BoardConfig, *, window: str, start: datetime, end: 
 
 # The reads the ranking index is built and repaired from.
 
-Value = tuple[int, str, int, int]  # board_id, window, player_id, encoded
+EncodedValue = tuple[int, str, int, int]  # board_id, window, player_id, encoded
 CHUNK = 20_000
 
 
-def values_of(refs: Iterable[tuple[int, str, int]], *, lock: bool = False) -> list[Value]:
+def values_of(refs: Iterable[tuple[int, str, int]], *, lock: bool = False) -> list[EncodedValue]:
     """The values Postgres holds now for (board_id, window, player_id) references. `lock`:
     FOR SHARE, in a stable order, inside the caller's transaction (moderation's rewrite)."""
     refs = set(refs)
@@ -230,7 +230,7 @@ def board_values_stream(board_id: int, *, chunk: int = CHUNK) -> Iterator[list[t
             yield rows
 
 
-def values_updated_since(board_ids: list[int], *, since: datetime) -> list[Value]:
+def values_updated_since(board_ids: list[int], *, since: datetime) -> list[EncodedValue]:
     """Values of these boards written at or after `since` (updated_at is stamped by the upsert)."""
     with connection.cursor() as cur:
         cur.execute(

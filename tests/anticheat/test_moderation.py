@@ -15,9 +15,10 @@ from anticheat.models import AuditEntry, MatchFlag
 from anticheat.rules import Verdict
 from anticheat.services import Actor, match_hold, matches_void_by_server_key
 from anticheat.tasks import check_pending
-from boards import index, keys
-from boards.redis import get_redis
+from boards import index
 from boards.services import boards_rebuild
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, Match, PlayerValue, ServerKey
 from scores.services import player_token_issue
 from tests.anticheat.conftest import URL, drain, submit, top

@@ -381,8 +381,10 @@ async def test_a_void_sends_the_top_without_the_voided_score(ranked: SignedClien
 # --- what a player is told, as a function of two snapshots ----------------------------------
 
 
-def standing(position: int, score: int, player: str = "x") -> live.Standing:
-    return live.Standing(position=position, rank=position + 1, score=score, player=player, display_name=player.upper())
+def standing(position: int, score: int, player: str = "x") -> live.LiveStanding:
+    return live.LiveStanding(
+        position=position, rank=position + 1, score=score, player=player, display_name=player.upper()
+    )
 
 
 def told(before: dict | None, after: dict, friends: set[int] = frozenset({2, 3})) -> list[dict]:

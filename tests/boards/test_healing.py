@@ -10,8 +10,9 @@ import time
 import pytest
 from django.test import Client
 
-from boards import healing, index, keys
-from boards.redis import get_redis
+from boards import healing, index
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, PlayerValue
 from scores.selectors import window_random_players
 from tests.conftest import SignedClient, member_key

@@ -13,10 +13,11 @@ from django.test import Client, override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boards import histogram, keys, tasks
+from boards import histogram, tasks
 from boards.histogram import Bucket, Histogram, approximate_rank, histogram_build, histograms_refresh
-from boards.redis import get_redis
 from boards.rolling import rolling_windows_refresh
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board
 from scores.selectors import cached_board
 from tests.boards.conftest import URL, submit

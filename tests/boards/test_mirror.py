@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from boards import index, keys, services
-from boards.redis import get_redis
+from boards import index, services
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, BoardOutbox, PlayerValue
 from tests.boards.conftest import member_key
 from tests.conftest import SignedClient

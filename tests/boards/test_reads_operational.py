@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
-from boards.redis import get_redis
+from rediskit.client import get_redis
 from scores.models import Player
 from scores.selectors import config_cache_clear
 from tests.boards.conftest import URL, player_client, submit

@@ -7,7 +7,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from boards import index, keys, services
+from boards import index, services
+from rediskit import keys
 from scores.models import Board, PlayerValue
 from tests.boards.conftest import member_key, set_keys
 from tests.conftest import SignedClient

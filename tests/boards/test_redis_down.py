@@ -13,8 +13,9 @@ import pytest
 from django.test import override_settings
 from redis import Redis
 
-from boards import keys, services
-from boards.redis import get_redis
+from boards import services
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, BoardOutbox, PlayerValue
 from scripts.services import redis_server_binary
 from tests.conftest import SignedClient

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boards import histogram, index, keys
+from boards import histogram, index
+from rediskit import keys
 from scores.config import ConfigError, parse_game_config
 from scores.models import Board
 from scores.selectors import cached_board, config_cache_clear

@@ -16,11 +16,11 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from boards import keys
-from boards.redis import get_redis
 from demo import names as demo_names
 from demo import traffic
 from demo.load import HISTORY_DAYS
+from rediskit import keys
+from rediskit.client import get_redis
 from scores import encoding
 from scores.config import parse_game_config
 from scores.ingest import MatchIn, ResultIn, matches_submit

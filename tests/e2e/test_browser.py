@@ -15,8 +15,8 @@ from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from boards.redis import REDIS_DOWN
 from boards.tasks import live_flush
+from rediskit.client import REDIS_DOWN
 from scores.models import Board, Game, Player, PlayerAccount, Region
 from scores.selectors import config_cache_clear
 from tests.conftest import SignedClient

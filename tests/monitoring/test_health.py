@@ -10,9 +10,9 @@ from datetime import timedelta
 from django.test import Client
 from django.utils import timezone
 
-from boards import keys
-from boards.redis import get_redis
 from monitoring import heartbeats
+from rediskit import keys
+from rediskit.client import get_redis
 
 
 def _all_running() -> None:

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connection
 
-from boards import keys
-from boards.redis import get_redis
+from rediskit import keys
+from rediskit.client import get_redis
 from scores import encoding
 from scores.models import Board, PlayerValue
 from tests.conftest import SignedClient

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from boards import index, keys
-from boards.redis import get_redis
+from boards import index
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Match, PlayerValue, Result
 from scores.services import server_key_revoke
 from tests.conftest import SignedClient, set_keys

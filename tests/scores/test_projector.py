@@ -16,8 +16,9 @@ from boards import selectors
 from boards.receivers import mirror_accepted_scores
 from boards.services import outbox_drain
 from scores import locks
+from scores.locks import LANES, lane_of
 from scores.models import Match, Pending, PlayerValue, WindowCutoff
-from scores.projection import PARTITIONS, batch_apply, partition_of, pending_apply, pending_lag
+from scores.projection import batch_apply, pending_apply, pending_lag
 from scores.selectors import cached_board
 from scores.signals import score_accepted
 from seasons import services as seasons
@@ -139,15 +140,15 @@ def test_a_new_display_name_reaches_the_player_with_the_batch(server, game, defe
     ] == ["Anna"]
 
 
-def test_partitions_divide_players_and_a_busy_partition_is_skipped(server, game, deferred) -> None:
+def test_lanes_divide_players_and_a_busy_lane_is_skipped(server, game, deferred) -> None:
     submit(server, "m1", [{"player": f"p{i}", "board": "rating", "score": i} for i in range(40)])
-    rows = list(Pending.objects.values_list("partition", flat=True))
-    assert len(rows) == len(set(rows)) > 1 and set(rows) <= set(range(PARTITIONS))  # one row per partition touched
+    rows = list(Pending.objects.values_list("lane", flat=True))
+    assert len(rows) == len(set(rows)) > 1 and set(rows) <= set(range(LANES))  # one row per lane touched
     first, *rest = sorted(rows)
-    report = batch_apply(partitions=[first])
-    assert report.partitions == [first] and report.rows == 1
+    report = batch_apply(lanes=[first])
+    assert report.lanes == [first] and report.rows == 1
     counted = set(PlayerValue.objects.filter(window="all").values_list("player_id", flat=True))
-    assert counted and {partition_of(p) for p in counted} == {first}
+    assert counted and {lane_of(p) for p in counted} == {first}
     seen = {}
 
     def projector_elsewhere() -> None:
@@ -157,11 +158,11 @@ def test_partitions_divide_players_and_a_busy_partition_is_skipped(server, game,
             connection.close()
 
     with transaction.atomic():
-        locks.apply_lock(rest)  # as a void holds its players' partitions until it commits
+        locks.apply_lock(rest)  # as a void holds its players' lanes until it commits
         thread = threading.Thread(target=projector_elsewhere)
         thread.start()
         thread.join(30)
-    assert seen["report"].rows == 0 and not set(seen["report"].partitions) & set(rest)
+    assert seen["report"].rows == 0 and not set(seen["report"].lanes) & set(rest)
     pending_apply()
     assert PlayerValue.objects.filter(window="all").count() == 40
 

@@ -108,7 +108,7 @@ def test_a_projector_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     assert _healthz_projector().startswith("down: no projector")
 
     first = projector_process()
-    until(lambda: _healthz_projector() == "ok", "the projector owning its partitions")
+    until(lambda: _healthz_projector() == "ok", "the projector owning its lanes")
     until(_projector_writing, "the projector inside a batch", every=0.02)
     first.send_signal(signal.SIGKILL)  # inside a transaction that has claimed pending rows
     first.wait(timeout=10)

@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from anticheat.services import Actor, matches_void
-from boards import keys, selectors
+from boards import selectors
 from boards.receivers import mirror_accepted_scores
-from boards.redis import get_redis
 from boards.services import outbox_drain
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, Match, PlayerValue
 from scores.projection import batch_apply, pending_apply
 from scores.selectors import cached_board

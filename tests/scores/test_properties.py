@@ -11,8 +11,9 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boards import keys, selectors
-from boards.redis import get_redis
+from boards import selectors
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, PlayerValue
 from scores.selectors import cached_board
 from tests.conftest import game_with_boards, reset_results

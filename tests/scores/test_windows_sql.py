@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from scores.models import Game, PlayerRegion, PlayerValue, Region
 from scores.projection import pending_apply
-from scores.projection.values import result_windows
 from scores.selectors import config_cache_clear, game_config
+from scores.windows import result_windows
 from tests.conftest import SignedClient, reset_results
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 

@@ -13,8 +13,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from boards import keys
-from boards.redis import get_redis
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, Match, PlayerValue, Result
 from scores.selectors import cached_board, config_cache_clear
 from seasons import services

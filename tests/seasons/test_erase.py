@@ -15,14 +15,14 @@ from django.test import Client
 
 from anticheat.models import AuditEntry
 from anticheat.services import Actor, player_erase
-from boards import keys
-from boards.redis import get_redis
 from boards.selectors import board_range
 from boards.services import outbox_drain
+from rediskit import keys
+from rediskit.client import get_redis
 from scores.models import Board, Game, Match, Player, PlayerValue
 from scores.selectors import cached_board
 from seasons import services
-from seasons.models import Standing, WindowFreeze
+from seasons.models import FrozenStanding, WindowFreeze
 from tests.boards.conftest import URL, player_client, submit
 from tests.conftest import SignedClient
 from tests.seasons.conftest import AFTER_GRACE, DAY
@@ -49,7 +49,7 @@ def test_scored_rows_cannot_be_deleted_by_a_cascade(day, game) -> None:
     for doomed in (player, Match.objects.get(match_id="d1"), Board.objects.get(game=game, slug="rating"), game):
         with pytest.raises(ProtectedError):
             doomed.delete()
-    assert Standing.objects.filter(player=player).exists() and PlayerValue.objects.filter(player=player).exists()
+    assert FrozenStanding.objects.filter(player=player).exists() and PlayerValue.objects.filter(player=player).exists()
 
 
 def test_the_admin_offers_no_delete_for_players(day, admin: Client) -> None:

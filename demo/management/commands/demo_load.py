@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boards.redis import REDIS_DOWN
 from demo import load as demo
 from demo.friends import demo_friends_heal
+from rediskit.client import REDIS_DOWN
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
-"""`manage.py projector [--partitions all|0-7,12]`: apply committed matches to values and boards.
+"""`manage.py projector [--lanes all|0-7,12]`: apply committed matches to values and boards.
 
-`make run` starts one that owns every partition. See scores/projection/runner.py."""
+`make run` starts one that owns every lane (scores/locks.py). See scores/projection/runner.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scores.projection.runner import Projector, parse_partitions
+from scores.projection.runner import Projector, parse_lanes
 
 
 class Command(BaseCommand):
@@ -16,9 +16,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--partitions",
+            "--lanes",
             default="all",
-            help="the partitions to own: 'all' (default), or a list such as '0-7' or '0,3,8-11'",
+            help="the lanes to own: 'all' (default), or a list such as '0-7' or '0,3,8-11'",
         )
         parser.add_argument(
             "--idle-seconds",
@@ -29,11 +29,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         try:
-            partitions = parse_partitions(str(options["partitions"]))
+            lanes = parse_lanes(str(options["lanes"]))
         except ValueError as exc:
-            raise CommandError(f"--partitions: {exc}") from None
+            raise CommandError(f"--lanes: {exc}") from None
         logging.getLogger("scores.projection").setLevel(logging.INFO)
-        projector = Projector(partitions=partitions, idle_seconds=float(options["idle_seconds"]))
+        projector = Projector(lanes=lanes, idle_seconds=float(options["idle_seconds"]))
         projector.install_signal_handlers()
         totals = projector.run()
         self.stdout.write(f"projector stopped: {totals.matches} matches, {totals.results} results applied")

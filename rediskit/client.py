@@ -1,5 +1,5 @@
-"""The Redis connection the ranking engine uses (django-redis' pool for the default cache,
-behind the circuit breaker of boards/breaker.py: settings.CACHES sets its connection class)."""
+"""The Redis connection every app uses (django-redis' pool for the default cache, behind the
+circuit breaker of rediskit/breaker.py: settings.CACHES sets its connection class)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from redis.exceptions import ClusterError, RedisClusterException
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from boards.breaker import RedisUnavailable
+from rediskit.breaker import RedisUnavailable
 
 # What "Redis is unreachable" looks like to callers that degrade instead of failing
 # (RedisUnavailable, the open breaker's refusal, is a RedisConnectionError).

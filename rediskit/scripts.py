@@ -1,4 +1,4 @@
-"""Lua scripts, loaded once per process from boards/lua/*.lua and run by SHA (EVALSHA,
+"""Lua scripts, loaded once per process from rediskit/lua/*.lua and run by SHA (EVALSHA,
 falling back to EVAL after a Redis restart, as redis-py's Script does)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from redis.commands.core import Script
 
-from boards.redis import get_redis
+from rediskit.client import get_redis
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 

@@ -1,4 +1,5 @@
-"""Every Redis key the ranking engine uses is built here.
+"""Every Redis key the project uses is built here: the ranking index's, the live updates',
+the anti-cheat's, the heartbeats'.
 
 lb:{<board_id>}:{window}        sorted set of an unsharded board: member = player primary key,
                                 score = encoded value
@@ -112,12 +113,6 @@ def parse_board_key(key: str) -> tuple[int, int | None, str] | None:
 
 def window_of(key: str) -> str:
     return key.split("}:", 1)[1]
-
-
-def board_and_window(key: str) -> tuple[int, str]:
-    parsed = parse_board_key(key)
-    assert parsed is not None, key
-    return parsed[0], parsed[2]
 
 
 def build_key(token: str, board_id: int, window: str, shard: int | None = None) -> str:

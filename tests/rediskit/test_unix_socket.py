@@ -1,5 +1,5 @@
 """Redis over a unix socket (REDIS_URL unix:///path/redis.sock?db=N): the breaker
-(boards/breaker.py) guards those connections as it guards TCP ones. A real redis-server of the
+(rediskit/breaker.py) guards those connections as it guards TCP ones. A real redis-server of the
 test's own."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 from django.test import Client, override_settings
 from redis import Redis
 
-from boards import breaker, keys
-from boards.breaker import GuardedUnixConnection, RedisUnavailable, guarded_connection_class
-from boards.redis import get_redis
+from rediskit import breaker, keys
+from rediskit.breaker import GuardedUnixConnection, RedisUnavailable, guarded_connection_class
+from rediskit.client import get_redis
 from scripts import services
 
 

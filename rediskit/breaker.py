@@ -27,7 +27,7 @@ from redis.connection import Connection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-log = logging.getLogger("boards.redis")
+log = logging.getLogger(__name__)
 
 PROBE_INTERVAL = 0.5  # seconds between PINGs while a server is down
 TRIPS = (RedisConnectionError, RedisTimeoutError, socket.timeout, OSError)

@@ -3,10 +3,10 @@ page.lua: one page of a board in a single round trip, with what the reader needs
 the contract's last tie-break (player id) and shared ranks.
 
 KEYS[1]  the board window's sorted set
-KEYS[2]  the index's built marker (boards/keys.py built_marker): while it is missing (Redis
+KEYS[2]  the index's built marker (rediskit/keys.py BUILT_MARKER): while it is missing (Redis
          restarted empty, a rebuild under way) the board may be partial, and the script says so
 KEYS[3..] optional: rate-limit counters, as throttle.lua takes them, so a throttled read costs
-         one round trip (boards/api.py folds a player's own rank read into it)
+         one round trip (boards/api/players.py folds a player's own rank read into it)
 ARGV[1]  mode: "range" (ARGV[2], ARGV[3] = first and last 0-based position, inclusive)
                "member" (ARGV[2] = member, ARGV[3] = how many neighbours on each side)
 ARGV[4]  2^TIME_BITS as a decimal string (the value part of a score is floor(score / ARGV[4]))

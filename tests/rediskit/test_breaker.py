@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client, override_settings
 
-from boards import breaker, keys
-from boards.breaker import GuardedConnection, RedisUnavailable
-from boards.redis import get_redis
 from boards.services import board_index_heal
+from rediskit import breaker, keys
+from rediskit.breaker import GuardedConnection, RedisUnavailable
+from rediskit.client import get_redis
 from scores.models import BoardOutbox, Match
 from tests.boards.test_redis_down import URL, ThrowawayRedis, _match
 from tests.conftest import SignedClient
@@ -56,7 +56,7 @@ def _open(server: ThrowawayRedis) -> bool:
 def test_a_hung_redis_costs_one_timeout_then_fails_fast_and_heals(server: SignedClient, game, guarded_redis, caplog):
     assert server.post(URL, _match("before", "p1", 100)).status_code == 201
     os.kill(guarded_redis.proc.pid, signal.SIGSTOP)
-    with caplog.at_level(logging.INFO, logger="boards.redis"):
+    with caplog.at_level(logging.INFO, logger="rediskit.breaker"):
         for i in range(5):
             assert server.post(URL, _match(f"hung-{i}", f"p{i}", 200 + i)).status_code == 201
         assert _open(guarded_redis)
@@ -74,7 +74,7 @@ def test_a_hung_redis_costs_one_timeout_then_fails_fast_and_heals(server: Signed
         while _open(guarded_redis):
             assert time.monotonic() < deadline, "the breaker did not close after Redis came back"
             time.sleep(0.05)
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "boards.redis"]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "rediskit.breaker"]
     assert len(warnings) == 1 and "unreachable" in warnings[0].getMessage()  # one line, not one per call
     assert any("is back" in r.getMessage() for r in caplog.records)
     assert not any(r.exc_info for r in caplog.records)  # no tracebacks
