@@ -84,6 +84,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # first: times the whole request and counts its answer (/metrics, docs/operations.md)
     "monitoring.metrics.RequestMetricsMiddleware",
+    # CORS for browser game clients, outside everything that may answer early (a 503, a 413),
+    # so a page on an allowed origin can read those too (leaderboard_project/cors.py)
+    "leaderboard_project.cors.CorsMiddleware",
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
     # lagging-tolerant reads to the read replica, and again from the primary if it fails under them
     "leaderboard_project.replicas.ReplicaReadsMiddleware",
@@ -264,6 +267,9 @@ if DEPLOY_HTTPS:
     SECURE_HSTS_PRELOAD = env_bool("DEPLOY_HSTS_PRELOAD", True)
 # The site's public https origins when the proxy's host differs from ALLOWED_HOSTS' (forms, admin)
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Browser game clients' origins allowed for every game, on top of each game's own
+# `[game] allowed_origins` (docs/clients.md): "https://play.example.com,https://beta.example.com"
+CORS_ALLOWED_ORIGINS = [o.strip() for o in os.environ.get("CORS_ALLOWED_ORIGINS", "").split(",") if o.strip()]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
