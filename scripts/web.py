@@ -123,8 +123,9 @@ def edge_cache_config(cache_dir: Path) -> tuple[str, str]:
     Set-Cookie, `private` or `no-store` is never stored (nginx's defaults), errors are excluded
     below. An authenticated request is neither answered from the cache nor stored in it.
     One request per key goes to Django when the entry is missing (proxy_cache_lock) or expired
-    (use_stale updating: the others get the copy being replaced); the key is the Host, the path
-    with its query, and the Origin (a CORS answer may depend on it)."""
+    (use_stale updating: the others get the copy being replaced); the key is the Host and the
+    path with its query: these answers are the same for every Origin (`Access-Control-Allow-
+    Origin: *`, leaderboard_project/cors.py), and a preflight (OPTIONS) is never cached."""
     http = f"""
     proxy_cache_path {cache_dir} levels=1:2 keys_zone=edge:8m max_size=256m inactive=10m use_temp_path=off;
     map "{EDGE_PRIVATE}" $edge_private {{ "" 0; default 1; }}
@@ -133,7 +134,7 @@ def edge_cache_config(cache_dir: Path) -> tuple[str, str]:
         location ~ {EDGE_CACHED_PATHS} {{
             proxy_pass http://django_wsgi;
             proxy_cache edge;
-            proxy_cache_key "$http_host$request_uri $http_origin";
+            proxy_cache_key "$http_host$request_uri";
             proxy_cache_lock on;
             proxy_cache_lock_timeout 5s;
             proxy_cache_use_stale updating;

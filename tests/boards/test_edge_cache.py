@@ -193,3 +193,18 @@ def test_edge_cache_0_passes_every_read_through(ranked: SignedClient) -> None:
         answers = [get(port, TOP) for _ in range(3)]
         assert reached_django(port, "top") - before == 3
         assert all(status == 200 and "X-Cache-Status" not in headers for status, headers, _ in answers)
+
+
+def test_cors_answers_come_through_the_cache_and_preflights_reach_django(edge: int) -> None:
+    """A cached top answer carries Django's CORS headers to any origin (docs/clients.md), and
+    a preflight is answered by Django every time."""
+    path = f"{TOP}?limit=9"
+    answers = [get(edge, path, {"Origin": f"https://page{i}.example"}) for i in range(2)]
+    assert [h.get("X-Cache-Status") for _, h, _ in answers] == ["MISS", "HIT"]
+    assert all(h.get("Access-Control-Allow-Origin") == "*" for _, h, _ in answers)
+    preflight = {"Origin": "https://page.example", "Access-Control-Request-Method": "GET"}
+    for _ in range(2):
+        request = urllib.request.Request(f"http://127.0.0.1:{edge}{path}", headers=preflight, method="OPTIONS")
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.status == 204 and response.headers.get("X-Cache-Status") is None
+            assert response.headers.get("Access-Control-Allow-Methods") == "GET, HEAD, OPTIONS"
