@@ -22,6 +22,9 @@ class Game(models.Model):
     close_grace_seconds = models.PositiveIntegerField(default=300)
     # A closed window's sorted set stays readable this many periods after it ends.
     retention_periods = models.PositiveIntegerField(default=1)
+    # origins of the browser game clients that may read with a player token and open the
+    # websocket (docs/clients.md); normalised "scheme://host[:port]"
+    allowed_origins = ArrayField(models.CharField(max_length=255), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -114,6 +114,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
             "reset_timezone": spec.reset_timezone,
             "close_grace_seconds": spec.close_grace_seconds,
             "retention_periods": spec.retention_periods,
+            "allowed_origins": list(spec.allowed_origins),
         }
         game, created = Game.objects.select_for_update().get_or_create(slug=spec.slug, defaults=game_fields)
         if created:
