@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("scores", "0016_pending_lane")]
+    dependencies = [("scores", "0017_game_allowed_origins")]
 
     operations = [
         migrations.AlterField(
