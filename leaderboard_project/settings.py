@@ -343,6 +343,9 @@ LOGIN_LINK_TTL_SECONDS = int(os.environ.get("LOGIN_LINK_TTL_SECONDS", "900"))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+# The state file of `make run`'s supervisor (scripts/run.py sets it for its children): /healthz
+# and /metrics name a process that is down while it is restarted (monitoring/processes.py).
+PROCESS_STATE_FILE = os.environ.get("LEADERBOARD_PROCESS_STATE", "").strip()
 # Contract section 4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
 # The projector (scores/projection/) applies committed matches to values and boards; `make run`
@@ -358,7 +361,17 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# Redis (the broker) lost: the worker and beat reconnect, at start and later, for as long as it
+# takes, instead of giving up after 100 tries. What no setting covers (kombu's restore_unacked
+# failing on a lost connection ends the worker with "Unrecoverable error") `make run`'s
+# supervisor restarts (docs/reliability.md, "Processes restarted").
+CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+# tasks running when the broker goes are cancelled (they are periodic and idempotent: the next
+# run redoes them), as Celery 6 will by default, rather than acknowledged on a dead connection
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Outbox rows older than this are presumed missed by the post-commit fast path.
 BOARD_SYNC_GRACE_SECONDS = float(os.environ.get("BOARD_SYNC_GRACE_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {

@@ -172,7 +172,7 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
     p = f"boards[{i}]."
     _no_unknown(raw, _BOARD_KEYS, p)
     order = _choice(raw, "order", p, ("desc", "asc"), "desc")
-    mode = _choice(raw, "mode", p, ("best", "total"), "best")
+    mode = _choice(raw, "mode", p, ("best", "total", "latest"), "best")
     windows = raw.get("windows", ["all"])
     if not isinstance(windows, list) or not windows or any(w not in WINDOW_KINDS for w in windows):
         raise ConfigError(p + "windows", f"a non-empty list drawn from {', '.join(WINDOW_KINDS)}")
@@ -189,12 +189,20 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
     max_total = raw.get("max_total")
     if max_total is not None:
         if mode != "total":
-            raise ConfigError(p + "max_total", "only total boards have a max_total")
+            raise ConfigError(
+                p + "max_total",
+                f"only total boards have a max_total (a {mode} board's value is one result, within min_score and "
+                "max_score)",
+            )
         max_total = _int(raw, "max_total", p)
         if max_total < max_score:
             raise ConfigError(p + "max_total", f"{max_total} is below max_score {max_score}")
     if mode == "total" and min_score < 0:
         raise ConfigError(p + "min_score", "total boards need min_score >= 0: a total must only grow within a window")
+    if mode == "latest" and any(w in ROLLING_WINDOWS for w in windows):
+        raise ConfigError(
+            p + "windows", "latest boards keep no rolling windows (last7d, last30d): a union of days has no latest"
+        )
     if mode == "total" and order == "asc":
         raise ConfigError(p + "order", 'total boards rank larger totals first; use order = "desc"')
     spec = BoardSpec(

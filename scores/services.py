@@ -95,8 +95,8 @@ def _encoding_shape(b: Any) -> tuple:
     return (
         b.order,
         b.mode,
-        b.min_score if (b.mode == "best" and b.order == "desc") else None,
-        b.max_score if (b.mode == "best" and b.order == "asc") else None,
+        b.min_score if (b.mode != "total" and b.order == "desc") else None,
+        b.max_score if (b.mode != "total" and b.order == "asc") else None,
         encoding.value_span(b) if b.mode == "total" else None,
     )
 

@@ -87,6 +87,12 @@ def test_update_changes_only_what_changed(transactional_db, tmp_path: Path) -> N
         (('ends_at   = "2027-02-01T00:00:00Z"', 'ends_at   = "2026-10-01T00:00:00Z"'), "seasons[0].ends_at"),
         (('starts_at = "2026-11-01T00:00:00Z"', 'starts_at = "2026-11-01"'), "seasons[0].starts_at"),
         (('mode = "best"', 'mode = "total"\nmax_total = 99999999'), "boards[0].max_total"),
+        (('mode = "best"', 'mode = "latest"\nmax_total = 1000'), "boards[0].max_total"),
+        (('mode = "best"', 'mode = "newest"'), "boards[0].mode"),
+        (
+            ('mode = "best"\nwindows = ["all", "daily"', 'mode = "latest"\nwindows = ["last7d", "all", "daily"'),
+            "boards[0].windows",
+        ),
         (("[game]", "[game"), "(file)"),
         (('reset_timezone = "UTC"', 'allowed_origins = "https://play.example.com"'), "game.allowed_origins"),
         (('reset_timezone = "UTC"', 'allowed_origins = ["https://play.example.com/game"]'), "game.allowed_origins"),
