@@ -155,6 +155,7 @@ class LiveCollector:
     def collect(self) -> Iterator[GaugeMetricFamily]:
         from monitoring import heartbeats, lag
 
+        yield from _supervised()
         try:
             now_lag = lag.ingest_lag()
         except Exception:  # Postgres or Redis down: /healthz says which; the gauges are absent
@@ -210,6 +211,36 @@ class LiveCollector:
         yield CounterMetricFamily(
             "leaderboard_index_drift", "Sampled board index members that differed from Postgres (repaired)", value=drift
         )
+
+
+def _supervised() -> Iterator[Any]:
+    """The processes `make run` supervises, from its state file (no Redis: it may be what is down)."""
+    from monitoring import processes
+
+    try:
+        supervised = processes.processes_read()
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if supervised is None:
+        return
+    up = GaugeMetricFamily(
+        "leaderboard_process_up", "1 while the supervisor (make run) has that process running", labels=["process"]
+    )
+    restarts = CounterMetricFamily(
+        "leaderboard_process_restarts",
+        "Times the supervisor (make run) started a process again after it exited on its own",
+        labels=["process"],
+    )
+    for p in supervised.processes:
+        up.add_metric([p.name], 1.0 if p.up and supervised.fresh else 0.0)
+        restarts.add_metric([p.name], p.restarts)
+    yield up
+    yield restarts
+    yield GaugeMetricFamily(
+        "leaderboard_process_state_age_seconds",
+        "Seconds since the supervisor last wrote its process state (it writes every second)",
+        value=supervised.age,
+    )
 
 
 def _dead_processes_forget(path: str) -> None:
