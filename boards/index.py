@@ -25,6 +25,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from rediskit import keys
 from rediskit.client import REDIS_DOWN, BoardIndexNotBuilt, get_redis
 from rediskit.scripts import script
+from scores import encoding
 from scores.selectors import cached_game_config_of_board
 
 _clients: dict[tuple[str, bool], RedisCluster] = {}
@@ -215,6 +216,14 @@ def built_or_raise(flag: Any) -> None:
 
 def mark_built(value: str) -> None:
     index().set(keys.BUILT_MARKER, value)
+
+
+def may_fall(board_id: int) -> bool:
+    """Whether the board's values can go down on ingest (scores.encoding.may_fall): its writes
+    are absolute, read from Postgres under a row lock (boards/services.py)."""
+    config = cached_game_config_of_board(board_id)
+    board = next((b for b in config.boards.values() if b.id == board_id), None) if config else None
+    return board is not None and encoding.may_fall(board)
 
 
 def shards_of(board_id: int) -> int:

@@ -1,12 +1,20 @@
 """Websocket routes (contract section 9), and the stack every websocket passes through."""
 
+import re
+from typing import Any
+from urllib.parse import urlparse
+
 from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
 from channels.routing import URLRouter
-from channels.security.websocket import OriginValidator
+from channels.security.websocket import OriginValidator, WebsocketDenier
 from django.conf import settings
 from django.urls import re_path
 
 from boards.consumers import BoardConsumer, NotFoundConsumer
+from scores.selectors import origin_allowed
+
+_GAME_PATH = re.compile(r"^/ws/games/(?P<game>[^/]+)/")
 
 websocket_urlpatterns = [
     re_path(r"^ws/games/(?P<game>[^/]+)/boards/(?P<board>[^/]+)/?$", BoardConsumer.as_asgi()),
@@ -15,12 +23,30 @@ websocket_urlpatterns = [
 
 
 class BrowserOriginValidator(OriginValidator):
-    """Refuses a handshake whose Origin is not one of ALLOWED_HOSTS (HTTP 403): a page on another
-    site must not open a socket with a visitor's session cookie and read their rank. A client
-    that sends no Origin is not a browser (a game client with a token) and is let through."""
+    """Refuses a handshake whose Origin is not one of ALLOWED_HOSTS, nor one of the game's
+    browser client origins (docs/clients.md), with HTTP 403: a page on another site must not
+    open a socket with a visitor's session cookie and read their rank. A client that sends no
+    Origin is not a browser (a game client with a token) and is let through.
 
-    def valid_origin(self, parsed_origin) -> bool:
-        return parsed_origin is None or self.validate_origin(parsed_origin)
+    A page on a game's allowed origin is another site: its socket authenticates with the
+    player's `?token=` only, never with a session cookie the browser may send along."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        origin = next((v for k, v in scope.get("headers", []) if k == b"origin"), None)
+        if origin is None:
+            return await self.application(scope, receive, send)
+        try:
+            text = origin.decode("latin1")
+            parsed = urlparse(text)
+        except (UnicodeDecodeError, ValueError):
+            return await WebsocketDenier()(scope, receive, send)
+        if self.validate_origin(parsed):
+            return await self.application(scope, receive, send)
+        game = _GAME_PATH.match(scope.get("path", ""))
+        if game is not None and await database_sync_to_async(origin_allowed)(game["game"], origin=text):
+            headers = [(k, v) for k, v in scope["headers"] if k != b"cookie"]
+            return await self.application({**scope, "headers": headers}, receive, send)
+        return await WebsocketDenier()(scope, receive, send)
 
 
 def websocket_application():

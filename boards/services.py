@@ -1,7 +1,8 @@
 """Writes to the sorted sets: mirroring committed values, healing after outages, rebuilding.
 
 Every write carries the absolute encoded value from Postgres and uses ZADD GT, so a retry,
-a replay or an out-of-order delivery can never lower or double a score."""
+a replay or an out-of-order delivery can never lower or double a score; on boards whose values
+may fall, the value is read again under a row lock and written absolutely (values_write)."""
 
 from __future__ import annotations
 
@@ -71,22 +72,67 @@ def values_write(values: Iterable[EncodedValue], *, outbox_id: int | None = None
     """Mirror absolute values into the sorted sets (each player's shard of each window) in
     one MULTI on one Redis, one pipeline per node on a cluster (raises if Redis is down).
 
+    Boards whose values only rise take ZADD GT, so a late or repeated write never lowers one.
+    Boards whose values may fall (latest; totals that subtract: scores.encoding.may_fall)
+    cannot: their values are read again from Postgres FOR SHARE and written absolutely before
+    the locks go, as moderation's rewrite does, so the writes reach Redis in the order their
+    values were committed and a stale one never lands after a newer one.
+
     With outbox_id, that outbox row is recorded as applied, so the periodic drain deletes it
     without replaying it: in the same MULTI on one Redis; on a cluster after every node took
     its writes (REDIS_URL keeps the outbox's bookkeeping), so a failure before leaves the row
     to be replayed."""
+    values = list(values)
+    falls: dict[int, bool] = {}
+    for board_id, _, _, _ in values:
+        if board_id not in falls:
+            falls[board_id] = index.may_fall(board_id)
+    if not any(falls.values()):
+        _values_write(values, outbox_id=outbox_id, absolute=())
+        return
+    with transaction.atomic():
+        _values_write(
+            [v for v in values if not falls[v[0]]],
+            outbox_id=outbox_id,
+            absolute=[(b, w, p) for b, w, p, _ in values if falls[b]],
+        )
+
+
+def _values_write(
+    values: list[EncodedValue], *, outbox_id: int | None, absolute: Iterable[tuple[int, str, int]]
+) -> None:
     by_key = _by_key(values)
-    if not by_key and outbox_id is None:
+    pipe = index.pipeline(transaction=True)
+    queued = _absolute_queue(pipe, absolute)
+    if not by_key and not queued and outbox_id is None:
         return
     cluster = index.is_cluster()
-    pipe = index.pipeline(transaction=True)
     _writes(pipe, by_key, gt=True)
     if outbox_id is not None and not cluster:
         pipe.sadd(keys.OUTBOX_APPLIED, outbox_id)
-    if by_key or not cluster:
+    if by_key or queued or not cluster:
         pipe.execute()
     if outbox_id is not None and cluster:
         get_redis().sadd(keys.OUTBOX_APPLIED, outbox_id)
+
+
+def _absolute_queue(pipe: Any, refs: Iterable[tuple[int, str, int]]) -> int:
+    """Queue plain ZADDs of the values Postgres holds now for refs (read FOR SHARE in the
+    caller's transaction), ZREMs where none is left; returns how many refs."""
+    refs = sorted(set(map(tuple, refs)))
+    if not refs:
+        return 0
+    current = {(b, w, p): e for b, w, p, e in values_of(refs, lock=True)}
+    by_key: dict[str, dict[str, int]] = defaultdict(dict)
+    removed = []
+    for ref in refs:
+        key = keys.player_key(ref[0], ref[1], index.shards_of(ref[0]), ref[2])
+        if ref in current:
+            by_key[key][str(ref[2])] = current[ref]
+        else:
+            removed.append((key, str(ref[2])))
+    _writes(pipe, by_key, gt=False, removed=removed)
+    return len(refs)
 
 
 def outbox_entry_apply(*, outbox_id: int, values: list[EncodedValue]) -> bool:
@@ -112,17 +158,8 @@ def values_rewrite(refs: Iterable[tuple[int, str, int]]) -> int:
     if not refs:
         return 0
     with transaction.atomic():
-        current = {(b, w, p): e for b, w, p, e in values_of(refs, lock=True)}
         pipe = index.pipeline(transaction=True)
-        by_key: dict[str, dict[str, int]] = defaultdict(dict)
-        removed = []
-        for ref in refs:
-            key = keys.player_key(ref[0], ref[1], index.shards_of(ref[0]), ref[2])
-            if ref in current:
-                by_key[key][str(ref[2])] = current[ref]
-            else:
-                removed.append((key, str(ref[2])))
-        _writes(pipe, by_key, gt=False, removed=removed)
+        _absolute_queue(pipe, refs)
         pipe.execute()
     return len(refs)
 

@@ -84,6 +84,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # first: times the whole request and counts its answer (/metrics, docs/operations.md)
     "monitoring.metrics.RequestMetricsMiddleware",
+    # CORS for browser game clients, outside everything that may answer early (a 503, a 413),
+    # so a page on an allowed origin can read those too (leaderboard_project/cors.py)
+    "leaderboard_project.cors.CorsMiddleware",
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
     # lagging-tolerant reads to the read replica, and again from the primary if it fails under them
     "leaderboard_project.replicas.ReplicaReadsMiddleware",
@@ -264,6 +267,9 @@ if DEPLOY_HTTPS:
     SECURE_HSTS_PRELOAD = env_bool("DEPLOY_HSTS_PRELOAD", True)
 # The site's public https origins when the proxy's host differs from ALLOWED_HOSTS' (forms, admin)
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Browser game clients' origins allowed for every game, on top of each game's own
+# `[game] allowed_origins` (docs/clients.md): "https://play.example.com,https://beta.example.com"
+CORS_ALLOWED_ORIGINS = [o.strip() for o in os.environ.get("CORS_ALLOWED_ORIGINS", "").split(",") if o.strip()]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -337,6 +343,9 @@ LOGIN_LINK_TTL_SECONDS = int(os.environ.get("LOGIN_LINK_TTL_SECONDS", "900"))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+# The state file of `make run`'s supervisor (scripts/run.py sets it for its children): /healthz
+# and /metrics name a process that is down while it is restarted (monitoring/processes.py).
+PROCESS_STATE_FILE = os.environ.get("LEADERBOARD_PROCESS_STATE", "").strip()
 # Contract section 4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
 # The projector (scores/projection/) applies committed matches to values and boards; `make run`
@@ -344,6 +353,13 @@ MAX_ENDED_AT_FUTURE_SECONDS = 60
 # instead, right after its commit: the test suite's default (tests see a submission's effect
 # when the request returns), and a way to run without the extra process on a tiny install.
 PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
+# Admission control (contract 13.2, scores/admission.py, docs/operations.md): a submission is
+# refused 503 `overloaded` before anything is stored while the projector's oldest pending row is
+# older than ADMISSION_MAX_LAG_MS (0: never refuse) or more than ADMISSION_MAX_PENDING matches wait;
+# each process reads the backlog at most once per ADMISSION_REFRESH_MS.
+ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "500"))
+ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "5000"))
+ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "100"))
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (
@@ -352,7 +368,17 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# Redis (the broker) lost: the worker and beat reconnect, at start and later, for as long as it
+# takes, instead of giving up after 100 tries. What no setting covers (kombu's restore_unacked
+# failing on a lost connection ends the worker with "Unrecoverable error") `make run`'s
+# supervisor restarts (docs/reliability.md, "Processes restarted").
+CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+# tasks running when the broker goes are cancelled (they are periodic and idempotent: the next
+# run redoes them), as Celery 6 will by default, rather than acknowledged on a dead connection
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Outbox rows older than this are presumed missed by the post-commit fast path.
 BOARD_SYNC_GRACE_SECONDS = float(os.environ.get("BOARD_SYNC_GRACE_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {

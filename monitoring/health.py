@@ -10,7 +10,7 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
 from leaderboard_project.replicas import replica_status
-from monitoring import heartbeats, lag
+from monitoring import heartbeats, lag, processes
 from rediskit.client import get_redis
 from scores.locks import ALL_LANES
 from scores.projection.runner import owned_lanes, ranges
@@ -73,8 +73,29 @@ def _projector() -> tuple[str, dict[str, Any]]:
     return OK, detail
 
 
+def _processes() -> tuple[str, dict[str, Any]] | None:
+    """The supervisor's view of its processes (monitoring/processes.py); None when not supervised."""
+    try:
+        supervised = processes.processes_read()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"unknown: {_down(exc)}", {}
+    if supervised is None:
+        return None
+    detail = {
+        p.name: {
+            "up": p.up,
+            "restarts": p.restarts,
+            "last_exit": p.last_exit,
+            "restart_in_seconds": p.restart_in_seconds,
+        }
+        for p in supervised.processes
+    }
+    return processes.processes_health(supervised), {"state_age_seconds": round(supervised.age, 1), **detail}
+
+
 def healthz(request: HttpRequest) -> JsonResponse:
-    """{"postgres", "redis", "worker", "beat", "projector", "ingest_lag", "board_index": "ok" or what is wrong,
+    """{"postgres", "redis", "worker", "beat", "projector", "ingest_lag", "board_index", and under
+    `make run` "processes": "ok" or what is wrong,
     "status": "ok" | "degraded", "details": {...}}. 503 when Postgres or Redis is down (the web
     tier cannot serve); 200 otherwise, with "status": "degraded" when the worker, beat, the lag
     or the index is not ok: results are then still accepted and stored, but reach the boards late."""
@@ -129,6 +150,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
             body["synchronous_standby"], details["synchronous_standby"] = _standby()
         else:
             body["synchronous_standby"] = "unknown: Postgres is down"
+    supervised = _processes()
+    if supervised is not None:  # under `make run`: a process down is named while it is restarted
+        body["processes"], details["processes"] = supervised
     replica = replica_status()
     if replica is not None:  # lagging reads go to the primary meanwhile: degraded, still serving
         body["replica"] = replica.pop("state")

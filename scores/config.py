@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from scores import encoding, formats
@@ -72,12 +73,13 @@ class GameSpec:
     boards: tuple[BoardSpec, ...]
     seasons: tuple[SeasonSpec, ...]
     regions: tuple[RegionSpec, ...] = ()
+    allowed_origins: tuple[str, ...] = ()  # browser game clients' origins (docs/clients.md)
 
 
 MAX_SHARDS = 1024  # sorted sets per board window: far more than a cluster has masters
 MAX_EXACT_RANK_LIMIT = 10_000_000
 
-_GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods"}
+_GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods", "allowed_origins"}
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
     "anticheat", "format", "shards", "exact_rank_limit",
@@ -119,14 +121,58 @@ def parse_game_config(text: str) -> GameSpec:
         boards=boards,
         seasons=seasons,
         regions=regions,
+        allowed_origins=_origins(game, "game."),
     )
+
+
+MAX_ALLOWED_ORIGINS = 100
+
+
+def origin_normalise(value: str) -> str | None:
+    """`scheme://host[:port]` in the form browsers send it in the Origin header (lower case,
+    no default port), or None when the value is not such an origin (a path, a wildcard...)."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host or "*" in value or parts.username or parts.password:
+        return None
+    if parts.path not in ("", "/") or parts.query or parts.fragment or value.endswith("?") or value.endswith("#"):
+        return None
+    if port is not None and port == {"http": 80, "https": 443}[parts.scheme]:
+        port = None
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def _origins(raw: dict[str, Any], p: str) -> tuple[str, ...]:
+    value = raw.get("allowed_origins", [])
+    key = p + "allowed_origins"
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(key, 'a list of origins is required, like ["https://play.example.com"]')
+    if len(value) > MAX_ALLOWED_ORIGINS:
+        raise ConfigError(key, f"at most {MAX_ALLOWED_ORIGINS} origins")
+    origins: list[str] = []
+    for v in value:
+        origin = origin_normalise(v)
+        if origin is None:
+            raise ConfigError(
+                key, f"{v!r} is not an origin: scheme (http or https), host and optional port, no path or wildcard"
+            )
+        if origin in origins:
+            raise ConfigError(key, f"{v!r} appears twice")
+        origins.append(origin)
+    return tuple(origins)
 
 
 def _board(raw: dict[str, Any], i: int) -> BoardSpec:
     p = f"boards[{i}]."
     _no_unknown(raw, _BOARD_KEYS, p)
     order = _choice(raw, "order", p, ("desc", "asc"), "desc")
-    mode = _choice(raw, "mode", p, ("best", "total"), "best")
+    mode = _choice(raw, "mode", p, ("best", "total", "latest"), "best")
     windows = raw.get("windows", ["all"])
     if not isinstance(windows, list) or not windows or any(w not in WINDOW_KINDS for w in windows):
         raise ConfigError(p + "windows", f"a non-empty list drawn from {', '.join(WINDOW_KINDS)}")
@@ -143,12 +189,20 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
     max_total = raw.get("max_total")
     if max_total is not None:
         if mode != "total":
-            raise ConfigError(p + "max_total", "only total boards have a max_total")
+            raise ConfigError(
+                p + "max_total",
+                f"only total boards have a max_total (a {mode} board's value is one result, within min_score and "
+                "max_score)",
+            )
         max_total = _int(raw, "max_total", p)
         if max_total < max_score:
             raise ConfigError(p + "max_total", f"{max_total} is below max_score {max_score}")
     if mode == "total" and min_score < 0:
         raise ConfigError(p + "min_score", "total boards need min_score >= 0: a total must only grow within a window")
+    if mode == "latest" and any(w in ROLLING_WINDOWS for w in windows):
+        raise ConfigError(
+            p + "windows", "latest boards keep no rolling windows (last7d, last30d): a union of days has no latest"
+        )
     if mode == "total" and order == "asc":
         raise ConfigError(p + "order", 'total boards rank larger totals first; use order = "desc"')
     spec = BoardSpec(

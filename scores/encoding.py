@@ -38,6 +38,12 @@ class BoardShape(Protocol):
     max_total: int | None
 
 
+def may_fall(board: BoardShape) -> bool:
+    """Whether a value of the board can go down on ingest (a latest board; a total whose results
+    may subtract): its sorted sets take absolute writes, never ZADD GT (docs/encoding.md)."""
+    return board.mode == "latest" or (board.mode == "total" and board.min_score < 0)
+
+
 def default_max_total() -> int:
     return VALUE_SPAN_LIMIT - 1
 

@@ -22,6 +22,9 @@ class Game(models.Model):
     close_grace_seconds = models.PositiveIntegerField(default=300)
     # A closed window's sorted set stays readable this many periods after it ends.
     retention_periods = models.PositiveIntegerField(default=1)
+    # origins of the browser game clients that may read with a player token and open the
+    # websocket (docs/clients.md); normalised "scheme://host[:port]"
+    allowed_origins = ArrayField(models.CharField(max_length=255), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -37,6 +40,7 @@ class Board(models.Model):
     class Mode(models.TextChoices):
         BEST = "best", "Best result per window"
         TOTAL = "total", "Sum of results per window"
+        LATEST = "latest", "Most recent result per window"
 
     class RankDisplay(models.TextChoices):
         UNIQUE = "unique", "Unique (1,2,3,4)"
@@ -46,12 +50,14 @@ class Board(models.Model):
     slug = models.CharField(max_length=64, validators=[slug_validator])
     name = models.CharField(max_length=200)
     order = models.CharField(max_length=4, choices=Order.choices, default=Order.DESC)
-    mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.BEST)
+    mode = models.CharField(max_length=6, choices=Mode.choices, default=Mode.BEST)
     windows = ArrayField(models.CharField(max_length=16), default=list)
     min_score = models.BigIntegerField(default=0)
     max_score = models.BigIntegerField()
     # Only for total boards: the largest total the ranking distinguishes (see docs/encoding.md).
     max_total = models.BigIntegerField(null=True, blank=True)
+    # Only for total boards with min_score < 0: the floor a total is clamped at (None: 0)
+    min_total = models.BigIntegerField(null=True, blank=True)
     rank_display = models.CharField(max_length=6, choices=RankDisplay.choices, default=RankDisplay.UNIQUE)
     # also keep one board per region of the game, each rolling over at its region's midnight
     regions = models.BooleanField(default=False)
@@ -242,6 +248,9 @@ class PlayerValue(models.Model):
     metadata = models.JSONField(null=True, blank=True)
     # ended_at of the latest result that counted: whose metadata a total board shows
     latest_at = models.DateTimeField()
+    # latest boards (and totals that may fall): the match_id of that latest result, the
+    # tie-break between results of the same ended_at (docs/encoding.md, "Values that fall")
+    latest_match = models.CharField(max_length=128, null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

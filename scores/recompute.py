@@ -189,6 +189,16 @@ _BEST_RECOMPUTE = (
     + "ORDER BY u.n, enc DESC, m.id"
 )
 
+# Latest boards: the most recent remaining result, ordered as the projector orders them
+# (ended_at, then match_id bytes, then the last of a match's results).
+_LATEST_RECOMPUTE = (
+    "SELECT DISTINCT ON (u.n) u.w, u.player_id, r.score, r.ended_at, r.metadata::text, r.ended_at, "
+    + encoding.sql_encoded("%(part)s", "r.ended_at")
+    + " AS enc, m.match_id\n"
+    + _CANDIDATES
+    + 'ORDER BY u.n, r.ended_at DESC, m.match_id COLLATE "C" DESC, r.id DESC'
+)
+
 # reached_at by scores.projection.values.total_reached_at()'s rule folded over every part: the latest
 # part that added something, else the earliest; metadata of the latest part (ties: last stored).
 _TOTAL_RECOMPUTE = (
@@ -211,11 +221,13 @@ class _Recomputed(NamedTuple):
     metadata: str | None  # JSON text
     latest_at: datetime
     encoded: int
+    latest_match: str | None = None  # latest boards: the match of the latest result
 
 
 def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list[Ref]:
     """Recompute values from the players' remaining accepted matches (after a void or a hold),
-    in SQL: best = the largest encoded result in the window, total = the sum. Rows with nothing
+    in SQL: best = the largest encoded result in the window, total = the sum, latest = the most
+    recent result (a void restores the one before). Rows with nothing
     left are deleted. The caller owns the transaction and has set the matches' status.
 
     After commit, boards/ rewrites these entries with absolute writes (they may go down); an
@@ -251,15 +263,16 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
                     for w, p, v, reached, meta, latest in cur.fetchall()
                 ]
             else:
-                cur.execute(_BEST_RECOMPUTE.replace("%(part)s", encoding.sql_value_part(board, "r.score")), params)
+                sql = _LATEST_RECOMPUTE if board.mode == "latest" else _BEST_RECOMPUTE
+                cur.execute(sql.replace("%(part)s", encoding.sql_value_part(board, "r.score")), params)
                 found = [_Recomputed(*row) for row in cur.fetchall()]
             # update the rows that exist (a value never appears here that the projector did not count)
             cur.execute(
                 """
                 UPDATE scores_playervalue pv SET value = u.v, reached_at = u.r, encoded = u.e, metadata = u.m::jsonb,
-                    latest_at = u.l, updated_at = clock_timestamp()
+                    latest_at = u.l, latest_match = u.lm, updated_at = clock_timestamp()
                 FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::timestamptz[], %s::bigint[], %s::text[],
-                            %s::timestamptz[]) AS u(w, p, v, r, e, m, l)
+                            %s::timestamptz[], %s::text[]) AS u(w, p, v, r, e, m, l, lm)
                 WHERE pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
                 """,
                 [
@@ -270,6 +283,7 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
                     [f.encoded for f in found],
                     [f.metadata for f in found],
                     [f.latest_at for f in found],
+                    [f.latest_match for f in found],
                     board_id,
                 ],
             )

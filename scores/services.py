@@ -95,8 +95,8 @@ def _encoding_shape(b: Any) -> tuple:
     return (
         b.order,
         b.mode,
-        b.min_score if (b.mode == "best" and b.order == "desc") else None,
-        b.max_score if (b.mode == "best" and b.order == "asc") else None,
+        b.min_score if (b.mode != "total" and b.order == "desc") else None,
+        b.max_score if (b.mode != "total" and b.order == "asc") else None,
         encoding.value_span(b) if b.mode == "total" else None,
     )
 
@@ -114,6 +114,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
             "reset_timezone": spec.reset_timezone,
             "close_grace_seconds": spec.close_grace_seconds,
             "retention_periods": spec.retention_periods,
+            "allowed_origins": list(spec.allowed_origins),
         }
         game, created = Game.objects.select_for_update().get_or_create(slug=spec.slug, defaults=game_fields)
         if created:

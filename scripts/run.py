@@ -7,8 +7,17 @@ workers, /ws/ to uvicorn; the same command the benchmarks start), the projector 
 matches to values and boards), the Celery worker and beat, and the demo traffic, printing their output line by line behind a ``name |`` prefix.
 
 Ctrl-C, or SIGINT / SIGTERM / SIGHUP to us or to `make`, stops every child (each in its own
-process group, so workers forked by uvicorn or Celery go too) and the servers this run started. If a child exits on its own,
-everything is stopped and the exit status is non-zero.
+process group, so workers forked by uvicorn or Celery go too) and the servers this run started.
+
+A child that exits on its own (a crash, kill -9, the Celery worker's unrecoverable broker error)
+is restarted, the rest keep serving: a line says which and why, what is left of its process group
+is stopped first (nginx and gunicorn outlive a killed scripts/web.py), and it starts again after
+a backoff (``RUN_RESTART_BACKOFF`` s, 1 by default, doubling after each exit that came within
+``STABLE_SECONDS`` of its start, at most ``RUN_RESTART_BACKOFF_MAX``, 30). The state of every
+process (up, pid, restarts, last exit) is kept in a JSON file, ``LEADERBOARD_PROCESS_STATE``
+(default .local/run/processes.json), rewritten at each change and every second: /healthz and
+/metrics read it (monitoring/processes.py), so they still tell the truth while Redis is the
+thing that is down (docs/operations.md, "Processes").
 
 Environment: ``PORT`` (default 8000), ``DEMO`` (``0`` skips demo data and traffic),
 ``WEB_WORKERS`` / ``WEB_TOPOLOGY`` (scripts/web.py), and ``DATABASE_URL`` / ``REDIS_URL`` as
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import signal
 import socket
@@ -40,6 +50,11 @@ from scripts import services  # noqa: E402  (needs the repo root on sys.path fir
 VENV_BIN = Path(sys.executable).parent
 SHUTDOWN_GRACE_SECONDS = 10.0
 WEB_READY_TIMEOUT_SECONDS = 60.0
+# A child that ran this long before it exited starts again after the first backoff; one that
+# exits sooner waits twice as long as last time (a crash loop does not spin).
+STABLE_SECONDS = 30.0
+STATE_FILE_ENV = "LEADERBOARD_PROCESS_STATE"
+STATE_EVERY_SECONDS = 1.0
 COLORS = ("36", "33", "32", "35", "34", "96")
 
 
@@ -115,8 +130,19 @@ class ParentWatch:
 @dataclass
 class Child:
     name: str
+    cmd: list[str]
     proc: subprocess.Popen[bytes]
     pump: threading.Thread = field(init=False)
+    started_at: float = field(default_factory=time.monotonic)
+    restarts: int = 0  # times the supervisor started it again after it exited on its own
+    backoff: float = 0.0  # the wait before the next start, once it is down
+    last_exit: str | None = None  # why it last exited, as the log line said
+    down_since: float | None = None  # wall clock (time.time()): it is down and waits to start again
+    restart_at: float | None = None  # monotonic: when it starts again
+
+    @property
+    def up(self) -> bool:
+        return self.down_since is None
 
     def group_alive(self) -> bool:
         """True while any process of the child's group (the child or what it forked) is left."""
@@ -133,18 +159,38 @@ class Child:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signum)
 
+    def state(self) -> dict[str, object]:
+        return {
+            "up": self.up,
+            "pid": self.proc.pid if self.up else None,
+            "restarts": self.restarts,
+            "last_exit": self.last_exit,
+            "down_since": self.down_since,
+            "restart_in_seconds": (
+                round(max(0.0, self.restart_at - time.monotonic()), 1) if self.restart_at is not None else None
+            ),
+        }
+
+
+def restart_backoff() -> tuple[float, float]:
+    """(first, most) seconds before a child that exited starts again."""
+    first = float(os.environ.get("RUN_RESTART_BACKOFF") or "1")
+    return first, max(first, float(os.environ.get("RUN_RESTART_BACKOFF_MAX") or "30"))
+
 
 class Supervisor:
-    def __init__(self, env: dict[str, str], out: Output, parent: ParentWatch) -> None:
+    def __init__(self, env: dict[str, str], out: Output, parent: ParentWatch, state_file: Path) -> None:
         self.env = env
         self.out = out
         self.parent = parent
-        self.children: list[Child] = []
+        self.state_file = state_file
+        self.children: dict[str, Child] = {}
         self.stop_reason: str | None = None  # set by a signal handler
         self.force = False  # a second signal: kill at once
+        self._state_written = 0.0
 
-    def start(self, name: str, cmd: list[str]) -> None:
-        proc = subprocess.Popen(
+    def _spawn(self, cmd: list[str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             cmd,
             cwd=REPO_ROOT,
             env=self.env,
@@ -155,10 +201,16 @@ class Supervisor:
             # reaches only us, so shutdown happens in order.
             start_new_session=True,
         )
-        child = Child(name, proc)
-        child.pump = threading.Thread(target=self._pump, args=(child,), name=f"pump-{name}", daemon=True)
+
+    def _pump_start(self, child: Child) -> None:
+        child.pump = threading.Thread(target=self._pump, args=(child,), name=f"pump-{child.name}", daemon=True)
         child.pump.start()
-        self.children.append(child)
+
+    def start(self, name: str, cmd: list[str]) -> None:
+        child = Child(name, cmd, self._spawn(cmd))
+        self._pump_start(child)
+        self.children[name] = child
+        self.write_state()
 
     def _pump(self, child: Child) -> None:
         assert child.proc.stdout is not None
@@ -170,20 +222,66 @@ class Supervisor:
             self.force = True
         self.stop_reason = signal.Signals(signum).name
 
+    def write_state(self) -> None:
+        """The processes' state for /healthz and /metrics (monitoring/processes.py), replaced whole."""
+        self._state_written = time.monotonic()
+        body = {
+            "supervisor_pid": os.getpid(),
+            "updated_at": time.time(),
+            "processes": {name: child.state() for name, child in self.children.items()},
+        }
+        tmp = self.state_file.with_name(self.state_file.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(body))
+            tmp.replace(self.state_file)
+        except OSError as exc:  # a full disk must not stop the service: monitoring shows the file stale
+            self.out.line("run", f"could not write {self.state_file}: {exc}")
+
+    def _down(self, child: Child, code: int) -> None:
+        """It exited on its own: clear what is left of its group, then wait out the backoff."""
+        child.pump.join(timeout=1)  # flush its last words first
+        child.signal_group(signal.SIGTERM)  # its group may live on (scripts/web.py's nginx)
+        deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
+        while child.group_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        child.signal_group(signal.SIGKILL)
+        first, most = restart_backoff()
+        ran = time.monotonic() - child.started_at
+        child.backoff = first if ran >= STABLE_SECONDS or not child.backoff else min(most, child.backoff * 2)
+        child.last_exit = _describe(code)
+        child.down_since = time.time()
+        child.restart_at = time.monotonic() + child.backoff
+        self.out.line(
+            "run",
+            f"{child.name} exited unexpectedly ({child.last_exit}) after {ran:.1f} s; "
+            f"restarting it in {child.backoff:.0f} s (restarts so far: {child.restarts})",
+        )
+        self.write_state()
+
+    def _restart(self, child: Child) -> None:
+        child.restarts += 1
+        child.proc = self._spawn(child.cmd)
+        child.started_at = time.monotonic()
+        child.down_since = child.restart_at = None
+        self._pump_start(child)
+        self.out.line("run", f"{child.name} restarted (pid {child.proc.pid}, restart {child.restarts})")
+        self.write_state()
+
     def supervise(self, port: int, when_ready: Callable[[], None]) -> int:
-        """Wait for a stop signal or a child's exit; call *when_ready* once the web port opens."""
+        """Restart children that exit until a stop signal; call *when_ready* once the web port opens."""
         ready = False
         deadline = time.monotonic() + WEB_READY_TIMEOUT_SECONDS
         while self.stop_reason is None:
             if reason := self.parent.reason():
                 self.stop_reason = reason
                 break
-            for child in self.children:
-                code = child.proc.poll()
-                if code is not None:
-                    child.pump.join(timeout=1)  # flush its last words first
-                    self.out.line("run", f"{child.name} exited unexpectedly ({_describe(code)}); stopping everything")
-                    return 1
+            for child in list(self.children.values()):
+                if child.up and (code := child.proc.poll()) is not None:
+                    self._down(child, code)
+                elif not child.up and child.restart_at is not None and time.monotonic() >= child.restart_at:
+                    self._restart(child)
+                if self.stop_reason is not None:
+                    break
             if not ready and _accepts(port):
                 ready = True
                 self.out.line("run", f"web is up: http://127.0.0.1:{port}")
@@ -191,25 +289,30 @@ class Supervisor:
             if not ready and time.monotonic() > deadline:
                 self.out.line("run", f"web did not open port {port} in {WEB_READY_TIMEOUT_SECONDS:.0f}s; stopping")
                 return 1
+            if time.monotonic() - self._state_written >= STATE_EVERY_SECONDS:
+                self.write_state()  # a fresh stamp: readers tell a live supervisor from a dead one
             time.sleep(0.2)
         self.out.line("run", f"{self.stop_reason}: stopping everything")
         return 0
 
     def shutdown(self) -> None:
         """SIGTERM every child's group, SIGKILL what is left after the grace period."""
-        for child in self.children:
+        children = list(self.children.values())
+        for child in children:
             child.signal_group(signal.SIGTERM)
         deadline = time.monotonic() + SHUTDOWN_GRACE_SECONDS
-        while (alive := [c for c in self.children if c.group_alive()]) and not self.force:
+        while (alive := [c for c in children if c.group_alive()]) and not self.force:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         for child in alive:
             self.out.line("run", f"{child.name} still running after {SHUTDOWN_GRACE_SECONDS:.0f}s: killing it")
             child.signal_group(signal.SIGKILL)
-        for child in self.children:
+        for child in children:
             child.proc.wait()
             child.pump.join(timeout=2)
+        with contextlib.suppress(OSError):
+            self.state_file.unlink()  # nothing is supervised any more
 
 
 def venv_cmd(tool: str, args: str, *extra: str) -> list[str]:
@@ -253,8 +356,15 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     if not services.port_free(port):
         raise services.ServiceError(f"port {port} on 127.0.0.1 is in use; choose another: PORT={port + 1} make run")
 
-    env = {**os.environ, **services.ensure_services(), "PORT": str(port), "PYTHONUNBUFFERED": "1"}
-    services.LOCAL_DIR.mkdir(exist_ok=True)  # beat keeps its schedule there
+    state_file = Path(os.environ.get(STATE_FILE_ENV) or services.LOCAL_DIR / "run" / "processes.json")
+    env = {
+        **os.environ,
+        **services.ensure_services(),
+        "PORT": str(port),
+        "PYTHONUNBUFFERED": "1",
+        STATE_FILE_ENV: str(state_file),
+    }
+    state_file.parent.mkdir(parents=True, exist_ok=True)  # beat keeps its schedule there too
     out.line("run", f"leaderboard service: http://127.0.0.1:{port}")
     out.line("run", f"DATABASE_URL={services.redact(env['DATABASE_URL'])}")
     out.line("run", f"REDIS_URL={services.redact(env['REDIS_URL'])}")
@@ -264,7 +374,7 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     if demo:
         _step(out, env, "loading the demo game", venv_cmd("python", "manage.py demo_load"))
 
-    supervisor = Supervisor(env, out, parent)
+    supervisor = Supervisor(env, out, parent, state_file)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, supervisor.on_signal)
     try:
@@ -276,7 +386,7 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
         level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
         worker_args = f"-A leaderboard_project worker --loglevel {level} --concurrency 2"
         supervisor.start("worker", venv_cmd("celery", worker_args))
-        schedule = str(services.LOCAL_DIR / "celerybeat-schedule")
+        schedule = str(state_file.parent / "celerybeat-schedule")
         supervisor.start(
             "beat", venv_cmd("celery", f"-A leaderboard_project beat --loglevel {level} --schedule", schedule)
         )

@@ -1,7 +1,10 @@
 """A plain-Python reference model of ingest and ordering (contract sections 1, 4 and 6).
 
 It knows nothing of encodings, Redis or SQL: it keeps each player's value per board and
-window and orders by value, then the second the value was reached, then player id bytes."""
+window and orders by value, then the second the value was reached, then player id bytes.
+
+Modes: best (the best result), total (the sum), latest (the most recent result: latest
+ended_at, then match_id bytes, then the last of a match's results; it was reached then)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from zoneinfo import ZoneInfo
 class RefBoard:
     slug: str
     order: str  # desc | asc
-    mode: str  # best | total
+    mode: str  # best | total | latest
     min_score: int
     max_score: int
 
@@ -31,6 +34,7 @@ class RefSeason:
 class RefValue:
     value: int
     reached_at: datetime  # whole seconds count for ordering
+    latest: tuple = ()  # latest boards: (ended_at, match_id bytes, position in the match) of the result
 
 
 @dataclass
@@ -60,15 +64,19 @@ class Reference:
             return 200 if self.matches[match["match_id"]] == canonical else 409
         self.matches[match["match_id"]] = canonical
         ended_at = datetime.fromisoformat(match["ended_at"])
-        for r in match["results"]:
+        for i, r in enumerate(match["results"]):
             board = self.boards[r["board"]]
             for window in self.windows(ended_at):
-                self._apply(board, (board.slug, window, r["player"]), r["score"], ended_at)
+                recency = (ended_at, match["match_id"].encode(), i)
+                self._apply(board, (board.slug, window, r["player"]), r["score"], ended_at, recency)
         return 201
 
-    def _apply(self, board: RefBoard, key: tuple[str, str, str], score: int, at: datetime) -> None:
+    def _apply(self, board: RefBoard, key: tuple[str, str, str], score: int, at: datetime, recency: tuple = ()) -> None:
         current = self.values.get(key)
-        if current is None:
+        if board.mode == "latest":
+            if current is None or recency > current.latest:
+                self.values[key] = RefValue(score, at, recency)
+        elif current is None:
             self.values[key] = RefValue(score, at)
         elif board.mode == "total":
             # reached when the last part that added something arrived; adding 0 changes nothing

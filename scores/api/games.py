@@ -32,7 +32,7 @@ class BoardDescriptionSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
     order = serializers.ChoiceField(choices=["desc", "asc"])
-    mode = serializers.ChoiceField(choices=["best", "total"])
+    mode = serializers.ChoiceField(choices=["best", "total", "latest"])
     windows = serializers.ListField(child=serializers.CharField())
     min_score = serializers.IntegerField()
     max_score = serializers.IntegerField()

@@ -10,10 +10,12 @@ The statement (FOLD below) claims the batch's pending rows and, in SQL:
 3. drops the windows whose cutoff came before the match began to count (cutoffs.COUNTS_FROM);
 4. aggregates per (board, window, player), as a statement cannot update a row twice: best
    boards keep the largest encoded score (the first such match on a tie), total boards sum
-   (reached_at by total_reached_at()'s rule, the latest part's metadata);
+   (reached_at by total_reached_at()'s rule, the latest part's metadata), latest boards keep
+   the most recent result (docs/encoding.md, "Values that fall");
 5. upserts: best boards only where the new encoded score is larger (rows that would not
    change are filtered out first, so they are not even locked), totals add up, with the
-   encoded score recomputed in SQL from the new sum;
+   encoded score recomputed in SQL from the new sum, latest boards only where the new result
+   is more recent than the stored one;
 6. applies the latest display name each player was sent;
 and returns every value that changed, for the outbox and the Redis mirror.
 
@@ -106,10 +108,11 @@ WITH picked AS (
     -- sizes (statistics lag tables that grow quickly: a hash join over all of scores_match was
     -- its choice on a young database)
     SELECT r.match_id, r.ended_at, {COUNTS_FROM} AS counts_from, r.player_id, r.board_id, r.score, r.metadata,
-           r.display_name
+           r.display_name, m.match_ext, r.id AS result_id
     FROM wanted w
     CROSS JOIN LATERAL (
-        SELECT m.status, m.counts_from, m.received_at FROM scores_match m WHERE m.id = w.pk LIMIT 1
+        SELECT m.status, m.counts_from, m.received_at, m.match_id AS match_ext FROM scores_match m
+        WHERE m.id = w.pk LIMIT 1
     ) AS m
     CROSS JOIN LATERAL (
         SELECT r.* FROM scores_result r
@@ -120,7 +123,7 @@ WITH picked AS (
     WHERE m.status = 'accepted'
 ), counted AS MATERIALIZED (
     SELECT b.id AS board_id, b.mode, z.prefix || wn.w AS "window", res.player_id, res.match_id, res.score,
-           res.ended_at, res.metadata
+           res.ended_at, res.metadata, res.match_ext, res.result_id
     FROM res
     JOIN scores_board b ON b.id = res.board_id
     JOIN scores_game g ON g.id = b.game_id
@@ -174,13 +177,38 @@ WITH picked AS (
         latest_at = GREATEST(pv.latest_at, EXCLUDED.latest_at),
         updated_at = clock_timestamp()
     RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+), latest_new AS (
+    -- latest boards: the most recent result (ended_at, then match_id bytes, then the last of a
+    -- match's results), kept only if it is more recent than the stored one: the encoded score
+    -- may go down (boards/services.py writes such boards absolutely)
+    SELECT DISTINCT ON (x.board_id, x."window", x.player_id)
+        x.board_id, x."window", x.player_id, x.score AS value, x.ended_at AS reached_at,
+        {encoding.sql_encoded(_BEST_PART, "x.ended_at")} AS encoded, x.metadata, x.ended_at AS latest_at,
+        x.match_ext AS latest_match
+    FROM counted x JOIN scores_board b ON b.id = x.board_id
+    WHERE x.mode = 'latest'
+    ORDER BY x.board_id, x."window", x.player_id, x.ended_at DESC, x.match_ext COLLATE "C" DESC, x.result_id DESC
+), latest AS (
+    INSERT INTO scores_playervalue AS pv
+        (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, latest_match, updated_at)
+    SELECT n.board_id, n."window", n.player_id, n.value, n.reached_at, n.encoded, n.metadata, n.latest_at,
+           n.latest_match, clock_timestamp()
+    FROM latest_new n
+    ORDER BY n.board_id, n."window", n.player_id
+    ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+        value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
+        metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, latest_match = EXCLUDED.latest_match,
+        updated_at = clock_timestamp()
+    WHERE EXCLUDED.latest_at > pv.latest_at OR (EXCLUDED.latest_at = pv.latest_at
+        AND EXCLUDED.latest_match COLLATE "C" > COALESCE(pv.latest_match, '') COLLATE "C")
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
 ), names AS (
     UPDATE scores_player p SET display_name = n.display_name
     FROM (SELECT DISTINCT ON (player_id) player_id, display_name FROM res
           WHERE display_name IS NOT NULL ORDER BY player_id, match_id DESC) n
     WHERE p.id = n.player_id AND p.display_name <> n.display_name
     RETURNING 1
-), changed AS (SELECT * FROM best UNION ALL SELECT * FROM total)
+), changed AS (SELECT * FROM best UNION ALL SELECT * FROM total UNION ALL SELECT * FROM latest)
 SELECT (SELECT count(*) FROM claimed), (SELECT min(created_at) FROM claimed),
     (SELECT array_agg(DISTINCT pk) FROM wanted), (SELECT count(*) FROM res), (SELECT count(*) FROM names),
     (SELECT array_agg(board_id) FROM changed), (SELECT array_agg("window") FROM changed),

@@ -22,6 +22,7 @@ from scores.selectors.config import (
     game_describe,
     game_get,
     games_list,
+    origin_allowed,
     season_spans,
     window_expiry,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "games_list",
     "held_touching_top",
     "json_value",
+    "origin_allowed",
     "player_name_matches",
     "player_names",
     "player_of_user",

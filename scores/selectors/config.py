@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from scores import ids, windows
-from scores.config import BoardDefinition
+from scores.config import BoardDefinition, origin_normalise
 from scores.models import Board, Game, Region, Season
 from scores.windows import SeasonSpan
 
@@ -200,6 +201,27 @@ def cached_board(game_slug: str, *, board_slug: str) -> BoardConfig | None:
 def config_cache_clear(**kwargs: Any) -> None:
     with _config_lock:
         _config_cache.clear()
+
+
+def origin_allowed(game_slug: str, *, origin: str) -> bool:
+    """Whether a browser page on `origin` may read this game's API with a player token and open
+    its websocket: an origin of the game's `allowed_origins` or of the operator-wide
+    CORS_ALLOWED_ORIGINS (docs/clients.md). With Postgres unreachable and nothing cached, only
+    the operator-wide ones."""
+    normalised = origin_normalise(origin)
+    if normalised is None or normalised != origin:  # browsers send the normal form: nothing else matches
+        return False
+    if origin in _operator_origins():
+        return True
+    try:
+        config = cached_game_config(game_slug)
+    except (OperationalError, InterfaceError):
+        return False
+    return config is not None and origin in config.game.allowed_origins
+
+
+def _operator_origins() -> frozenset[str]:
+    return frozenset(filter(None, (origin_normalise(o) for o in settings.CORS_ALLOWED_ORIGINS)))
 
 
 # --- game description (GET /api/v1/games, /api/v1/games/{game}) ----------------------------

@@ -178,6 +178,57 @@ async def test_another_sites_origin_is_refused_at_the_handshake(game) -> None:
     await comm.disconnect()
 
 
+@run_async
+async def test_a_games_browser_origin_opens_the_socket_and_no_other_games(game, settings) -> None:
+    """docs/clients.md: `[game] allowed_origins` (or CORS_ALLOWED_ORIGINS) for the websocket too."""
+    await sync_to_async(Game.objects.filter(slug="chess").update)(allowed_origins=["https://play.chess.example"])
+    await sync_to_async(GameFactory)(slug="go", allowed_origins=["https://play.go.example"])
+    await sync_to_async(config_cache_clear)()
+    comm = await opened(WS, headers=[(b"origin", b"https://play.chess.example")])
+    assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
+    await comm.disconnect()
+    for origin in (b"https://play.go.example", b"https://play.chess.example:8443", b"null"):
+        comm = WebsocketCommunicator(websocket_application(), WS, headers=[(b"origin", origin)])
+        connected, _ = await comm.connect(timeout=DEADLINE)
+        assert not connected, origin
+    settings.CORS_ALLOWED_ORIGINS = ["https://play.go.example"]
+    comm = await opened(WS, headers=[(b"origin", b"https://play.go.example")])
+    assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
+    await comm.disconnect()
+
+
+@run_async
+async def test_a_socket_from_a_games_browser_origin_ignores_the_session_cookie(ranked: SignedClient) -> None:
+    """A page on the game's own site reads as the player of its token, never as whoever is
+    signed in to this service in the same browser."""
+
+    def login() -> str:
+        user = get_user_model().objects.create_user("ana", password="x")
+        PlayerAccount.objects.create(
+            user=user, game=Game.objects.get(slug="chess"), player=Player.objects.get(external_id="p2")
+        )
+        Game.objects.filter(slug="chess").update(allowed_origins=["https://play.chess.example"])
+        config_cache_clear()
+        client = Client()
+        client.force_login(user)
+        return client.cookies["sessionid"].value
+
+    session = await sync_to_async(login)()
+    cookie = (b"cookie", f"sessionid={session}".encode())
+    comm = await opened(WS, headers=[cookie, (b"origin", b"https://play.chess.example")])
+    assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
+    # p2 moves: a signed-in socket would hear its rank first; this one hears only the top
+    await post(ranked, "n1", [{"player": "p2", "board": "rating", "score": 401}])
+    _, before = await until(comm, is_top)
+    assert before == []
+    await comm.disconnect()
+    token = await sync_to_async(token_of)("p4")
+    comm = await opened(WS + f"?token={token}", headers=[cookie, (b"origin", b"https://play.chess.example")])
+    assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
+    assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {"type": "rank", "rank": 4, "score": 300}
+    await comm.disconnect()
+
+
 # --- a player's own rank --------------------------------------------------------------------
 
 

@@ -87,7 +87,23 @@ def test_update_changes_only_what_changed(transactional_db, tmp_path: Path) -> N
         (('ends_at   = "2027-02-01T00:00:00Z"', 'ends_at   = "2026-10-01T00:00:00Z"'), "seasons[0].ends_at"),
         (('starts_at = "2026-11-01T00:00:00Z"', 'starts_at = "2026-11-01"'), "seasons[0].starts_at"),
         (('mode = "best"', 'mode = "total"\nmax_total = 99999999'), "boards[0].max_total"),
+        (('mode = "best"', 'mode = "latest"\nmax_total = 1000'), "boards[0].max_total"),
+        (('mode = "best"', 'mode = "newest"'), "boards[0].mode"),
+        (
+            ('mode = "best"\nwindows = ["all", "daily"', 'mode = "latest"\nwindows = ["last7d", "all", "daily"'),
+            "boards[0].windows",
+        ),
         (("[game]", "[game"), "(file)"),
+        (('reset_timezone = "UTC"', 'allowed_origins = "https://play.example.com"'), "game.allowed_origins"),
+        (('reset_timezone = "UTC"', 'allowed_origins = ["https://play.example.com/game"]'), "game.allowed_origins"),
+        (('reset_timezone = "UTC"', 'allowed_origins = ["*"]'), "game.allowed_origins"),
+        (('reset_timezone = "UTC"', 'allowed_origins = ["https://*.example.com"]'), "game.allowed_origins"),
+        (('reset_timezone = "UTC"', 'allowed_origins = ["play.example.com"]'), "game.allowed_origins"),
+        (('reset_timezone = "UTC"', 'allowed_origins = ["ftp://play.example.com"]'), "game.allowed_origins"),
+        (
+            ('reset_timezone = "UTC"', 'allowed_origins = ["https://a.example", "https://A.example:443"]'),
+            "game.allowed_origins",
+        ),
     ],
 )
 def test_invalid_file_is_refused_whole_naming_the_key(transactional_db, tmp_path: Path, change, key) -> None:
@@ -96,6 +112,19 @@ def test_invalid_file_is_refused_whole_naming_the_key(transactional_db, tmp_path
         apply(tmp_path, text)
     assert key in str(err.value)
     assert not Game.objects.exists() and not Board.objects.exists()
+
+
+def test_allowed_origins_are_stored_as_browsers_send_them(transactional_db, tmp_path: Path) -> None:
+    """docs/clients.md: the Origin header is lower case and omits the scheme's default port."""
+    text = CONTRACT_EXAMPLE.replace(
+        'reset_timezone = "UTC"',
+        'reset_timezone = "UTC"\nallowed_origins = ["https://Play.Example.com:443", "http://127.0.0.2:9000"]',
+    )
+    assert "created game chess" in apply(tmp_path, text)
+    assert Game.objects.get(slug="chess").allowed_origins == ["https://play.example.com", "http://127.0.0.2:9000"]
+    assert "unchanged" in apply(tmp_path, text)
+    assert "allowed_origins" in apply(tmp_path, CONTRACT_EXAMPLE)  # removed from the file: removed
+    assert Game.objects.get(slug="chess").allowed_origins == []
 
 
 def test_bit_budget_refusal_says_why(transactional_db, tmp_path: Path) -> None:
