@@ -53,6 +53,12 @@ TOPOLOGIES = ("nginx", "uvicorn")
 HTTP_SERVERS = ("granian", "gunicorn")  # behind nginx; the first is the default
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 NGINX_PACKAGE = "nginx-light"
+LOCAL_DIR = REPO_ROOT / ".local"
+# The public reads the edge cache keeps (contract section 5: top, histogram), nothing else.
+EDGE_CACHED_PATHS = r"^/api/v1/games/[^/]+/boards/[^/]+/(top|histogram)$"
+# What makes a request authenticated (docs/reads.md, "The edge cache"): a bearer (player)
+# token, a server key's signature headers, a session cookie, a token in the query string.
+EDGE_PRIVATE = "$http_authorization$http_x_key_id$http_x_signature$cookie_sessionid$arg_token"
 STOP_GRACE_SECONDS = 8.0
 DEFAULT_WORKERS = (os.cpu_count() or 1) + 1  # sync workers wait on Redis/Postgres: one more than cores
 
@@ -89,6 +95,14 @@ def find_nginx(install: bool = True) -> str | None:
     return None
 
 
+def edge_cache_dir(port: int) -> Path | None:
+    """Where nginx keeps the edge cache of the public top and histogram reads for the stack on
+    *port* (.local/edge-cache/<port>/), or None when EDGE_CACHE=0 turns it off."""
+    if os.environ.get("EDGE_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    return LOCAL_DIR / "edge-cache" / str(port)
+
+
 def max_body_bytes() -> int:
     """MAX_REQUEST_BODY_BYTES as leaderboard_project/settings.py reads it (same default)."""
     return int(os.environ.get("MAX_REQUEST_BODY_BYTES") or 16 * 1024 * 1024)
@@ -96,6 +110,39 @@ def max_body_bytes() -> int:
 
 # The contract's error body for nginx's own 413 (its default is an HTML page).
 TOO_LARGE_BODY = '{"error":{"code":"payload_too_large","message":"request body exceeds the limit of %d bytes"}}'
+
+
+def edge_cache_config(cache_dir: Path) -> tuple[str, str]:
+    """The http-level and the location-level parts of the edge cache.
+
+    A response is kept for what the origin says: top answers carry `X-Accel-Expires: @<second>`
+    (boards/api/top.py), the end of the wall-clock second their page was computed in, because
+    nginx counts a max-age in whole seconds from the whole second it stored the answer in and
+    would keep `max-age=1` for up to 2 s (the contract allows 1 s); histograms keep their
+    `max-age=60`. Degraded answers say `X-Accel-Expires: 0`. Only 200s are kept: anything with
+    Set-Cookie, `private` or `no-store` is never stored (nginx's defaults), errors are excluded
+    below. An authenticated request is neither answered from the cache nor stored in it.
+    One request per key goes to Django when the entry is missing (proxy_cache_lock) or expired
+    (use_stale updating: the others get the copy being replaced); the key is the Host and the
+    path with its query: these answers are the same for every Origin (`Access-Control-Allow-
+    Origin: *`, leaderboard_project/cors.py), and a preflight (OPTIONS) is never cached."""
+    http = f"""
+    proxy_cache_path {cache_dir} levels=1:2 keys_zone=edge:8m max_size=256m inactive=10m use_temp_path=off;
+    map "{EDGE_PRIVATE}" $edge_private {{ "" 0; default 1; }}
+    map $upstream_status $edge_not_ok {{ 200 0; default 1; }}"""
+    location = f"""
+        location ~ {EDGE_CACHED_PATHS} {{
+            proxy_pass http://django_wsgi;
+            proxy_cache edge;
+            proxy_cache_key "$http_host$request_uri";
+            proxy_cache_lock on;
+            proxy_cache_lock_timeout 5s;
+            proxy_cache_use_stale updating;
+            proxy_cache_bypass $edge_private;
+            proxy_no_cache $edge_private $edge_not_ok;
+            add_header X-Cache-Status $upstream_cache_status always;
+        }}"""
+    return http, location
 
 
 def wsgi_sockets(run_dir: Path, http: str, workers: int) -> list[Path]:
@@ -113,6 +160,7 @@ def nginx_config(
     max_body: int | None = None,
     wsgi: list[Path] | None = None,
     keepalive: bool = False,
+    edge_cache: Path | None = None,
 ) -> str:
     """nginx in the foreground, logs to stderr, temporary files in run_dir.
 
@@ -124,7 +172,10 @@ def nginx_config(
     *wsgi*: the HTTP servers' sockets (default run_dir/wsgi.sock); several are balanced by
     least_conn, each request to the one with the fewest in flight. With *keepalive* (servers
     that keep connections: granian), nginx keeps up to 64 idle upstream connections and reuses
-    them, instead of a new one per request."""
+    them, instead of a new one per request.
+
+    *edge_cache*: a directory for nginx's cache of the public, signed-out top and histogram
+    reads (docs/reads.md, "The edge cache"); None passes every request through."""
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the sockets
     limit = max_body_bytes() if max_body is None else max_body
     sockets = wsgi or [run_dir / "wsgi.sock"]
@@ -136,6 +187,7 @@ def nginx_config(
     # after one refused connect); a failed connect still moves the request to the next one.
     # At the server level: a location with proxy_set_header of its own would not inherit Host & co
     server_keepalive = '\n        proxy_http_version 1.1;\n        proxy_set_header Connection "";' if keepalive else ""
+    cache_http, cache_location = edge_cache_config(edge_cache) if edge_cache is not None else ("", "")
     return f"""# written by scripts/web.py
 daemon off;
 {user}worker_processes 1;
@@ -157,7 +209,7 @@ http {{
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     # behind a TLS-terminating proxy the request came over https: say so (Django believes it
     # only with DEPLOY_HTTPS=1, which sets SECURE_PROXY_SSL_HEADER; docs/operations.md)
-    map $http_x_forwarded_proto $forwarded_proto {{ default $scheme; https https; }}
+    map $http_x_forwarded_proto $forwarded_proto {{ default $scheme; https https; }}{cache_http}
     server {{
         listen {host}:{port} reuseport;
         error_page 413 = @too_large;
@@ -174,7 +226,7 @@ http {{
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;
             proxy_read_timeout 1h;
-        }}
+        }}{cache_location}
         location / {{
             proxy_pass http://django_wsgi;
         }}
@@ -184,9 +236,16 @@ http {{
 
 
 def commands(
-    topology: str, port: int, workers: int, run_dir: Path, nginx: str | None, http: str = HTTP_SERVERS[0]
+    topology: str,
+    port: int,
+    workers: int,
+    run_dir: Path,
+    nginx: str | None,
+    http: str = HTTP_SERVERS[0],
+    edge_cache: Path | None = None,
 ) -> list[tuple[str, list[str]]]:
-    """(name, argv) of each server process of a topology (*http*: the HTTP server behind nginx)."""
+    """(name, argv) of each server process of a topology (*http*: the HTTP server behind nginx;
+    *edge_cache*: nginx's cache directory, none without)."""
     bin_ = VENV_BIN
     if topology == "uvicorn":
         return [
@@ -199,7 +258,7 @@ def commands(
     assert nginx is not None
     conf = run_dir / "nginx.conf"
     sockets = wsgi_sockets(run_dir, http, workers)
-    conf.write_text(nginx_config(port, run_dir, wsgi=sockets, keepalive=http == "granian"))
+    conf.write_text(nginx_config(port, run_dir, wsgi=sockets, keepalive=http == "granian", edge_cache=edge_cache))
     if http == "granian":
         # One single-worker granian per socket, balanced by nginx: granian's own workers share
         # one socket and its runtime accepts connections whether Python is busy or not, so kept
@@ -313,8 +372,13 @@ def serve(port: int, workers: int, topology: str | None = None, http: str | None
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _stop)
     code = 0
+    edge_cache = edge_cache_dir(port) if chosen == "nginx" else None
+    if edge_cache is not None:
+        # a fresh cache per start: an answer kept by an earlier run may be another database's
+        shutil.rmtree(edge_cache, ignore_errors=True)
+        edge_cache.mkdir(parents=True)
     try:
-        for name, argv in commands(chosen, port, workers, run_dir, nginx, http_server):
+        for name, argv in commands(chosen, port, workers, run_dir, nginx, http_server, edge_cache):
             if name == "nginx":
                 sockets = [*wsgi_sockets(run_dir, http_server, workers), run_dir / "asgi.sock"]
                 _wait_for_sockets(sockets, [p for _, p in procs])

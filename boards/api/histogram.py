@@ -55,4 +55,6 @@ class HistogramApi(APIView):
             body["degraded"] = True
         response = Response(body)
         response["Cache-Control"] = f"public, max-age={1 if found.degraded else HISTOGRAM_MAX_AGE}"
+        if found.degraded:
+            response["X-Accel-Expires"] = "0"  # the edge cache keeps no degraded answer (scripts/web.py)
         return response

@@ -28,10 +28,23 @@ from boards.api.common import (
 )
 
 
+def _period(at: float) -> int:
+    """The TOP_CACHE_SECONDS period of the wall clock a time falls in."""
+    return int(at // TOP_CACHE_SECONDS)
+
+
+def edge_expires(computed_at: float) -> str:
+    """`X-Accel-Expires` for the edge cache (scripts/web.py): the last whole second of the
+    page's period. nginx keeps an answer while that second lasts, so the page is gone from the
+    edge when it is gone from here, and no copy is ever older than TOP_CACHE_SECONDS."""
+    return f"@{int((_period(computed_at) + 1) * TOP_CACHE_SECONDS) - 1}"
+
+
 class TopApi(APIView):
-    """Public. A computed page is reused for one second from when it was computed, from this
-    process's memory or (for pages near the top) the shared cache, so identical reads cost
-    Redis one query a second. Pages are kept as encoded JSON."""
+    """Public. A computed page is reused until the end of the wall-clock second it was computed
+    in (never for a second or more), from this process's memory or (for pages near the top) the
+    shared cache, so identical reads cost Redis one query a second; the edge cache in front
+    keeps it exactly as long (docs/reads.md, "The edge cache"). Pages are kept as encoded JSON."""
 
     content_negotiation_class = JsonOnly
     _local: dict[str, tuple[float, bytes]] = {}
@@ -39,16 +52,16 @@ class TopApi(APIView):
     SHARED_MAX_OFFSET = 1000  # deeper pages are rarely read twice in a second: not worth a SET
 
     @classmethod
-    def _cached(cls, key: str, shared: bool) -> bytes | None:
-        now = time.time()
+    def _cached(cls, key: str, shared: bool) -> tuple[float, bytes] | None:
+        period = _period(time.time())
         hit = cls._local.get(key)
-        if hit is not None and now - hit[0] < TOP_CACHE_SECONDS:
-            return hit[1]
+        if hit is not None and _period(hit[0]) == period:
+            return hit
         if shared:
             hit = cache.get(key)
-            if hit is not None and now - hit[0] < TOP_CACHE_SECONDS:
+            if hit is not None and _period(hit[0]) == period:
                 cls._keep(key, hit)
-                return hit[1]
+                return hit
         return None
 
     @classmethod
@@ -60,8 +73,7 @@ class TopApi(APIView):
         local[key] = hit
 
     @classmethod
-    def _remember(cls, key: str, body: bytes, shared: bool) -> None:
-        hit = (time.time(), body)
+    def _remember(cls, key: str, hit: tuple[float, bytes], shared: bool) -> None:
         cls._keep(key, hit)
         if shared:
             cache.set(key, hit, TOP_CACHE_SECONDS)
@@ -76,8 +88,9 @@ class TopApi(APIView):
         cfg, q, window = board_window(game, board, request, TopQuerySerializer)
         key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
         shared = q["offset"] < self.SHARED_MAX_OFFSET
-        content = self._cached(key, shared)
-        if content is None:
+        hit = self._cached(key, shared)
+        if hit is None:
+            computed_at = time.time()
             page = selectors.board_top(cfg, window=window, offset=q["offset"], limit=q["limit"])
             body = {
                 "game": game,
@@ -88,9 +101,13 @@ class TopApi(APIView):
             }
             if page.degraded:
                 body["degraded"] = True
-            content = json_bytes(body)
+            hit = (computed_at, json_bytes(body))
             if not page.degraded:
-                self._remember(key, content, shared)
-        response = HttpResponse(content, content_type="application/json")
+                self._remember(key, hit, shared)
+            expires = "0" if page.degraded else edge_expires(computed_at)  # 0: the edge keeps none
+        else:
+            expires = edge_expires(hit[0])
+        response = HttpResponse(hit[1], content_type="application/json")
         response["Cache-Control"] = "public, max-age=1"
+        response["X-Accel-Expires"] = expires
         return response

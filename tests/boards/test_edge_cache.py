@@ -1,0 +1,204 @@
+"""The edge cache in front of Django (scripts/web.py, docs/reads.md "The edge cache"), through
+the real nginx and granian of `make run`'s web stack: public, signed-out top and histogram
+answers are served from nginx for at most the second the contract allows; nothing
+authenticated, no player or friends read and no error is ever kept.
+
+Django's side is counted where Django counts it: the request counter of /metrics, per route
+(every worker's, summed). Submissions are applied in the test process (PROJECTOR_INLINE, the
+suite's default) rather than by the projector process: these tests are about the reads."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from email.message import Message
+
+import pytest
+
+from scores.auth import sign
+from scripts import web
+from tests.boards.conftest import URL, submit
+from tests.conftest import SignedClient
+from tests.test_web import _get, serving
+
+TOP = f"{URL}/boards/rating/top"
+HISTOGRAM = f"{URL}/boards/rating/histogram"
+PLAYER = f"{URL}/boards/rating/players/p1"
+FRIENDS = f"{URL}/boards/rating/players/p1/friends"
+ROUTES = {
+    "top": "api/v1/games/<str:game>/boards/<str:board>/top",
+    "histogram": "api/v1/games/<str:game>/boards/<str:board>/histogram",
+    "player": "api/v1/games/<str:game>/boards/<str:board>/players/<str:player>",
+    "friends": "api/v1/games/<str:game>/boards/<str:board>/players/<str:player>/friends",
+}
+
+
+@pytest.fixture
+def edge(ranked: SignedClient) -> Iterator[int]:
+    """The nginx topology on a free port, over the ranked test board."""
+    if web.find_nginx(install=False) is None:
+        pytest.skip("nginx is not installed here")
+    with serving("nginx", "granian") as port:
+        yield port
+
+
+def reached_django(port: int, route: str) -> int:
+    """How many requests of a route Django answered, any status (from /metrics)."""
+    _, _, body = _get(f"http://127.0.0.1:{port}/metrics")
+    pattern = re.compile(
+        r'^leaderboard_http_requests_total\{[^}]*route="' + re.escape(ROUTES[route]) + r'"[^}]*\} ([0-9.e+]+)$',
+        re.MULTILINE,
+    )
+    return int(sum(float(v) for v in pattern.findall(body.decode())))
+
+
+def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, Message, bytes]:
+    """status, headers (looked up whatever their case: granian sends them in lower case), body."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read()
+
+
+def signed_headers(server: SignedClient, path: str) -> dict[str, str]:
+    return {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "GET", path.split("?")[0], b"")}
+
+
+def token_headers(server: SignedClient, player: str = "p1") -> dict[str, str]:
+    response = server.post(f"{URL}/players/{player}/token")
+    assert response.status_code in (200, 201), response.content
+    return {"Authorization": f"Bearer {response.json()['token']}"}
+
+
+def within_one_second(reads, start_by: float = 0.5):
+    """Runs *reads* (a callable) until they all start and end inside one wall-clock second (the
+    edge keeps an answer until the end of the second its page was computed in), at most 5 times;
+    returns what the last run returned. Each run starts in the first *start_by* of a second."""
+    for attempt in range(5):
+        while time.time() % 1 > start_by:
+            time.sleep(0.005)
+        started = time.time()
+        result = reads(attempt)
+        if int(time.time()) == int(started):
+            return result
+    pytest.fail("five runs of the reads each straddled a second boundary")
+
+
+def test_two_signed_out_top_reads_within_a_second_reach_django_once(edge: int) -> None:
+    def reads(attempt: int) -> tuple[int, list[tuple[int, str | None, bytes]]]:
+        path = f"{TOP}?limit={attempt + 3}"  # a key no earlier attempt stored
+        before = reached_django(edge, "top")
+        answers = [get(edge, path) for _ in range(2)]
+        return reached_django(edge, "top") - before, [(s, h.get("X-Cache-Status"), b) for s, h, b in answers]
+
+    django, answers = within_one_second(reads)
+    assert django == 1
+    assert [(status, cache) for status, cache, _ in answers] == [(200, "MISS"), (200, "HIT")]
+    assert answers[0][2] == answers[1][2]  # the same body, byte for byte
+    _, headers, _ = get(edge, TOP)
+    assert headers["Cache-Control"] == "public, max-age=1"  # the contract's, passed on
+    assert "X-Accel-Expires" not in headers  # nginx's instruction stays between nginx and Django
+
+
+def test_the_histogram_is_kept_for_its_max_age(edge: int) -> None:
+    before = reached_django(edge, "histogram")
+    answers = [get(edge, f"{HISTOGRAM}?window=all") for _ in range(3)]
+    assert [(s, h.get("X-Cache-Status")) for s, h, _ in answers] == [(200, "MISS"), (200, "HIT"), (200, "HIT")]
+    assert answers[0][1]["Cache-Control"] == "public, max-age=60"
+    assert reached_django(edge, "histogram") - before == 1
+
+
+def test_concurrent_reads_of_a_cold_key_reach_django_once(edge: int) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def reads(attempt: int) -> tuple[int, list[str | None]]:
+        path = f"{TOP}?limit={attempt + 20}"
+        before = reached_django(edge, "top")
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: get(edge, path), range(8)))
+        assert all(status == 200 for status, _, _ in answers)
+        return reached_django(edge, "top") - before, [h.get("X-Cache-Status") for _, h, _ in answers]
+
+    # the waiting requests look at nginx's lock every 500 ms: start at the top of a second
+    django, statuses = within_one_second(reads, start_by=0.05)
+    assert django == 1, statuses
+    assert statuses.count("MISS") == 1
+
+
+def test_authenticated_player_friends_and_error_reads_are_never_cached(edge: int, ranked: SignedClient) -> None:
+    token = token_headers(ranked)
+    cases = [
+        ("top", TOP, signed_headers(ranked, TOP)),
+        ("top", TOP, token),
+        ("top", TOP, {"Cookie": "sessionid=anything"}),
+        ("top", f"{TOP}?token=anything", {}),
+        ("player", PLAYER, token),
+        ("player", PLAYER, signed_headers(ranked, PLAYER)),
+        ("friends", FRIENDS, token),
+        ("top", f"{URL}/boards/no-such-board/top", {}),  # 404
+        ("top", f"{TOP}?limit=1000", {}),  # 400
+        ("histogram", f"{URL}/boards/no-such-board/histogram", {}),
+    ]
+    for route, path, headers in cases:
+        before = reached_django(edge, route)
+        answers = [get(edge, path, headers) for _ in range(3)]
+        assert reached_django(edge, route) - before == 3, (path, headers)
+        for status, got, _ in answers:
+            assert got.get("X-Cache-Status") in (None, "BYPASS", "MISS"), (path, headers, got)
+            if route in ("player", "friends"):
+                assert status == 200 and "X-Cache-Status" not in got  # not even looked up
+    # an authenticated read stored nothing a signed-out read could get: the first is a MISS
+    status, headers, _ = get(edge, f"{TOP}?limit=11", token)
+    assert (status, headers.get("X-Cache-Status")) == (200, "BYPASS")
+    assert get(edge, f"{TOP}?limit=11")[1].get("X-Cache-Status") == "MISS"
+
+
+def test_a_result_is_visible_through_the_edge_within_one_second(edge: int, ranked: SignedClient) -> None:
+    """The edge keeps a page no longer than Django's own second: a read that starts a second
+    after the result was accepted sees it, even right after the page was stored."""
+    stored = None
+    deadline = time.monotonic() + 5
+    while stored is None:  # a page just stored by this read: the edge's copy as fresh as can be
+        _, headers, body = get(edge, TOP)
+        if headers.get("X-Cache-Status") in ("MISS", "EXPIRED"):
+            stored = body
+        assert time.monotonic() < deadline, "the edge never refreshed the page"
+    assert b'"p9"' not in stored
+    submit(ranked, "m-edge", [{"player": "p9", "board": "rating", "score": 900}], at="2026-11-28T13:00:00Z")
+    accepted = time.time()
+    seen = []
+    while time.time() < accepted + 1.0:  # what the edge answers meanwhile: old or new, both allowed
+        seen.append(get(edge, TOP)[1].get("X-Cache-Status"))
+    status, headers, body = get(edge, TOP)
+    assert status == 200 and b'"p9"' in body, (headers.get("X-Cache-Status"), seen)
+    assert "HIT" in seen or "UPDATING" in seen or "EXPIRED" in seen  # the reads went through the cache
+
+
+def test_edge_cache_0_passes_every_read_through(ranked: SignedClient) -> None:
+    if web.find_nginx(install=False) is None:
+        pytest.skip("nginx is not installed here")
+    with serving("nginx", "granian", EDGE_CACHE="0") as port:
+        before = reached_django(port, "top")
+        answers = [get(port, TOP) for _ in range(3)]
+        assert reached_django(port, "top") - before == 3
+        assert all(status == 200 and "X-Cache-Status" not in headers for status, headers, _ in answers)
+
+
+def test_cors_answers_come_through_the_cache_and_preflights_reach_django(edge: int) -> None:
+    """A cached top answer carries Django's CORS headers to any origin (docs/clients.md), and
+    a preflight is answered by Django every time."""
+    path = f"{TOP}?limit=9"
+    answers = [get(edge, path, {"Origin": f"https://page{i}.example"}) for i in range(2)]
+    assert [h.get("X-Cache-Status") for _, h, _ in answers] == ["MISS", "HIT"]
+    assert all(h.get("Access-Control-Allow-Origin") == "*" for _, h, _ in answers)
+    preflight = {"Origin": "https://page.example", "Access-Control-Request-Method": "GET"}
+    for _ in range(2):
+        request = urllib.request.Request(f"http://127.0.0.1:{edge}{path}", headers=preflight, method="OPTIONS")
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.status == 204 and response.headers.get("X-Cache-Status") is None
+            assert response.headers.get("Access-Control-Allow-Methods") == "GET, HEAD, OPTIONS"
