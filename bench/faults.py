@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import hmac
 import http.client
 import json
 import os
@@ -53,6 +51,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from leaderboard_client.signing import sign  # noqa: E402 - the game servers' signer (docs/clients.md)
+
 from bench.cli import add_run_args  # noqa: E402
 from scripts import services  # noqa: E402
 from scripts.ha import FIRST_PORT as HA_FIRST_PORT  # noqa: E402
@@ -438,17 +438,10 @@ FAULTS: list[type[Fault]] = [
 # --- load -----------------------------------------------------------------------------------
 
 
-def _signature(secret: str, method: str, path: str, body: bytes) -> str:
-    """Contract section 3, as a game server computes it."""
-    t = int(time.time())
-    mac = hmac.new(secret.encode(), f"{t}.{method}.{path}.".encode() + body, hashlib.sha256)
-    return f"t={t},v1={mac.hexdigest()}"
-
-
-def _request(stack: Stack, method: str, path: str, body: bytes = b"", sign: bool = False) -> tuple[int, bytes]:
+def _request(stack: Stack, method: str, path: str, body: bytes = b"", signed: bool = False) -> tuple[int, bytes]:
     headers = {"Content-Type": "application/json"}
-    if sign:
-        headers.update({"X-Key-Id": stack.key_id, "X-Signature": _signature(stack.secret, method, path, body)})
+    if signed:
+        headers.update({"X-Key-Id": stack.key_id, "X-Signature": sign(stack.secret, method, path, body)})
     conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=35)
     try:
         conn.request(method, path, body=body or None, headers=headers)
@@ -518,7 +511,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
                 }
             ).encode()
             t0 = time.monotonic()
-            status, _ = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, sign=True)
+            status, _ = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, signed=True)
             took = time.monotonic() - t0
             ok = status in (200, 201)
             with lock:

@@ -31,13 +31,6 @@ def server_key_secret(key_id: str, salt: str) -> str:
     return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
 
 
-def sign(secret: str, method: str, path: str, body: bytes, timestamp: int | None = None) -> str:
-    """The X-Signature header value a game server sends (used by our own clients and tests)."""
-    t = int(time.time()) if timestamp is None else timestamp
-    mac = hmac.new(secret.encode(), f"{t}.{method.upper()}.{path}.".encode() + body, hashlib.sha256)
-    return f"t={t},v1={mac.hexdigest()}"
-
-
 @dataclass(frozen=True)
 class ServerPrincipal:
     """request.user for a signed request."""
@@ -68,7 +61,8 @@ def _parse_signature(header: str) -> tuple[int, str]:
 
 def _signed_path(request: Request) -> str:
     raw = request.META.get("RAW_URI")  # gunicorn keeps the path exactly as sent
-    return raw if raw else request._request.get_full_path()
+    # a DRF Request, or Django's own (the thin submission path, scores/api/matches.py)
+    return raw if raw else getattr(request, "_request", request).get_full_path()
 
 
 # --- server keys, cached per process -------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -104,7 +103,7 @@ class PlayerStandingApi(PlayerReadApi):
         throttle = throttles[0] if plan is not None else None
         if not isinstance(throttle, PlayerReadThrottle):
             return super().check_throttles(request)
-        now = time.time()
+        now = throttle.clock()
         limits, counters, args = throttle.counters(request, now)
         if not limits:
             return None
