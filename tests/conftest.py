@@ -118,6 +118,8 @@ def game_with_boards(
     game = GameFactory(slug=slug, **{"reset_timezone": "UTC", **game_fields})
     for b, display in boards:
         extra = {"windows": windows} if windows else {}
+        if getattr(b, "min_total", 0):
+            extra["min_total"] = b.min_total
         BoardFactory(
             game=game,
             slug=b.slug,
