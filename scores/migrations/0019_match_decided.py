@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('scores', '0018_board_modes_latest'),
+        ("scores", "0018_board_modes_latest"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='match',
-            name='decided_at',
+            model_name="match",
+            name="decided_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='match',
-            name='decided_by',
-            field=models.CharField(blank=True, db_default='', max_length=150),
+            model_name="match",
+            name="decided_by",
+            field=models.CharField(blank=True, db_default="", max_length=150),
         ),
     ]
