@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "boards",
     "anticheat",
     "seasons",
+    "competitions",  # tournaments (docs/competitions.md)
     "monitoring",
     "pages",  # the player web pages (HTML)
     "demo",  # the demo game make run loads and plays

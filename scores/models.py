@@ -69,6 +69,8 @@ class Board(models.Model):
     # how deep ranks on such a board stay exact (docs/reads.md, "Sharded boards")
     shards = models.PositiveSmallIntegerField(default=1)
     exact_rank_limit = models.PositiveIntegerField(default=10_000)
+    # a tournament board's settings (docs/competitions.md); null for every other board
+    tournament = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]

@@ -139,6 +139,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "shards": bs.shards,
                 "exact_rank_limit": bs.exact_rank_limit,
                 "min_total": bs.min_total,
+                "tournament": dict(bs.tournament) if bs.tournament is not None else None,
             }
             board = existing.get(bs.slug)
             if board is None:
