@@ -50,6 +50,8 @@ class BoardSpec(BoardDefinition):
     min_total: int | None = None  # total boards whose results may subtract: the floor (None: 0)
     # a tournament's settings (docs/competitions.md), parsed by the app that registered the table
     tournament: tuple[tuple[str, Any], ...] | None = None
+    # settlement rewards by frozen rank (docs/competitions.md), parsed like the tournament table
+    rewards: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class GameSpec:
     seasons: tuple[SeasonSpec, ...]
     regions: tuple[RegionSpec, ...] = ()
     allowed_origins: tuple[str, ...] = ()  # browser game clients' origins (docs/clients.md)
+    # settlement webhooks (docs/competitions.md), parsed by the app that registered the table
+    webhooks: tuple[tuple[str, Any], ...] = ()
 
 
 MAX_SHARDS = 1024  # sorted sets per board window: far more than a cluster has masters
@@ -86,6 +90,7 @@ _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retentio
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
     "anticheat", "format", "shards", "exact_rank_limit", "min_total", "tournament",
+    "rewards",
 }  # fmt: skip
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
@@ -96,7 +101,7 @@ def parse_game_config(text: str) -> GameSpec:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("(file)", f"not valid TOML: {exc}") from None
-    _no_unknown(doc, {"game", "boards", "seasons", "regions"}, "")
+    _no_unknown(doc, {"game", "boards", "seasons", "regions", "webhooks"}, "")
     game = doc.get("game")
     if not isinstance(game, dict):
         raise ConfigError("game", "a [game] table is required")
@@ -125,6 +130,7 @@ def parse_game_config(text: str) -> GameSpec:
         seasons=seasons,
         regions=regions,
         allowed_origins=_origins(game, "game."),
+        webhooks=_registered_table(doc, "webhooks", ""),
     )
 
 
@@ -236,6 +242,7 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         exact_rank_limit=_int(raw, "exact_rank_limit", p, default=10_000, low=1, high=MAX_EXACT_RANK_LIMIT),
         min_total=min_total,
         tournament=_tournament(raw, p, windows),
+        rewards=_registered_table(raw, "rewards", p),
     )
     problem = encoding.budget_problem(spec)
     if problem:
@@ -272,6 +279,20 @@ def _tournament(raw: dict[str, Any], p: str, windows: list[str]) -> tuple[tuple[
     except ValueError as exc:
         key, message = exc.args
         raise ConfigError(p + "tournament" + (f".{key}" if key else ""), message) from None
+
+
+def _registered_table(raw: dict[str, Any], name: str, p: str) -> tuple[tuple[str, Any], ...]:
+    """A key whose value an app above this one parses (its registered parser), as sorted items."""
+    if name not in raw:
+        return ()
+    parser = _table_parsers.get(name)
+    if parser is None:
+        raise ConfigError(p + name, f"no installed app reads {name}")
+    try:
+        return tuple(sorted(parser(raw[name]).items()))
+    except ValueError as exc:
+        key, message = exc.args
+        raise ConfigError(p + name + (f".{key}" if key and not key.startswith("[") else key), message) from None
 
 
 def _anticheat(raw: dict[str, Any], p: str) -> tuple[tuple[str, int | float], ...]:

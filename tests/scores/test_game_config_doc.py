@@ -38,6 +38,7 @@ def test_every_key_of_every_table_is_documented() -> None:
     assert set(doc["`[[seasons]]`"]) == config._SEASON_KEYS
     assert set(doc["`anticheat"]) == {f.name for f in dataclasses.fields(Thresholds)}
     assert set(doc["`[boards.tournament]`"]) == tournaments._KEYS
+    assert set(doc["`[[webhooks]]`"]) == {"url", "events"}
 
 
 def test_the_documented_defaults_are_the_parsers() -> None:
