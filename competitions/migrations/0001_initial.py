@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('scores', '0019_board_tournament'),
+        ('scores', '0020_board_tournament'),
     ]
 
     operations = [

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('competitions', '0001_initial'),
-        ('scores', '0020_board_rewards_game_webhooks'),
+        ('scores', '0021_board_rewards_game_webhooks'),
     ]
 
     operations = [

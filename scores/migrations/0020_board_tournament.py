@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scores', '0018_board_modes_latest'),
+        ('scores', '0019_match_decided'),
     ]
 
     operations = [

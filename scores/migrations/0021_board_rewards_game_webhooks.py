@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scores', '0019_board_tournament'),
+        ('scores', '0020_board_tournament'),
     ]
 
     operations = [
