@@ -4,8 +4,7 @@ which refuses nothing: docs/competitions.md), so the durable core calls them wit
 
 They are asked inside the submission's transaction, after the append and the anti-cheat rules,
 about the matches those kept; whatever they count or record (a tournament's attempts, a league
-placement) is written in that
-transaction, so a submission that rolls back counts nothing."""
+placement) is written in that transaction, so a submission that rolls back counts nothing."""
 
 from __future__ import annotations
 
