@@ -353,6 +353,9 @@ MAX_ENDED_AT_FUTURE_SECONDS = 60
 # instead, right after its commit: the test suite's default (tests see a submission's effect
 # when the request returns), and a way to run without the extra process on a tiny install.
 PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
+# A player's own rank and friends reads answered without DRF's per-request machinery
+# (boards/api/thin.py, docs/reads.md "The thin path"); 0 sends them through the DRF views.
+BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (
