@@ -7,9 +7,10 @@
 #   make lint                     ruff check + ruff format --check
 #   make bench [ARGS=...]         the benchmark suite at 1M players (< 15 min), results in bench/results/
 #                                 and docs/BENCHMARKS.md; ARGS="--players 10000000", "--smoke", see bench/README.md
-#   make faults [ARGS=...]        the fault suite: Redis killed/hung, Postgres stopped, worker killed, the primary
-#                                 killed (failover to its synchronous standby) under signed load, on servers it starts
-#                                 under .local/faults/ (bench/faults.py; exit 1 on a loss)
+#   make faults [ARGS=...]        the fault suite: Redis killed/hung, Postgres stopped, worker killed, Redis killed
+#                                 under `make run`'s own supervisor, the primary killed (failover to its synchronous
+#                                 standby) under signed load, on servers it starts under .local/faults/
+#                                 (bench/faults.py; exit 1 on a loss, or under make run: not healed, a process down)
 #   make clean-local              stop the project-local PostgreSQL/Redis and delete .local/
 #
 # DATABASE_URL, REDIS_URL, TEST_REDIS_URL, PORT and DEMO are read from the environment

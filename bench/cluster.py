@@ -251,11 +251,11 @@ def tail(url: str, n: int) -> None:
 
 def primary_killed(url: str, seconds: float) -> None:
     from django.test import Client
+    from leaderboard_client.signing import sign
     from redis.cluster import RedisCluster
 
     from boards import index, tasks
     from rediskit import keys
-    from scores.auth import sign
     from scores.models import PlayerValue
     from scripts import cluster
 

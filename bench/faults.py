@@ -21,6 +21,12 @@ synchronous standby and monitor (scripts/ha.py), reached through a multi-host DA
 "writes back" column is the time from the kill to the first acknowledged submission after the
 last refused one.
 
+The run-redis-killed fault runs on a stack whose processes are started by `make run`'s own
+supervisor (scripts/run.py, DEMO=0) on this suite's servers: Redis killed -9 and started again
+empty under signed load; it passes when nothing acknowledged is lost, the service heals without a
+person (the index rebuilt, every acknowledged result on the board) and every process is up at
+the end, restarted or not (the supervisor's state file; its restarts are printed).
+
 A new fault is one class: a name, inject(stack) and heal(stack) (see FAULTS).
 
 Over 400 lines on purpose: one class per fault plus the servers it starts and breaks; a new fault is one class added to FAULTS.
@@ -30,8 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import hmac
 import http.client
 import json
 import os
@@ -47,6 +51,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from leaderboard_client.signing import sign  # noqa: E402 - the game servers' signer (docs/clients.md)
+
 from bench.cli import add_run_args  # noqa: E402
 from scripts import services  # noqa: E402
 from scripts.ha import FIRST_PORT as HA_FIRST_PORT  # noqa: E402
@@ -73,6 +79,12 @@ def log(message: str) -> None:
     print(f"faults: {message}", file=sys.stderr, flush=True)
 
 
+def _preferred_port(var: str, default: int) -> int:
+    """The port to try first (the next free one is taken if it is busy): several checkouts on one
+    machine keep their fault suites apart with FAULTS_PG_PORT, FAULTS_REDIS_PORT, FAULTS_WEB_PORT."""
+    return int(os.environ.get(var) or default)
+
+
 def _wait(what: str, ready: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
@@ -91,7 +103,7 @@ class LocalPostgres:
         if self.bindir is None:
             raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql)")
         self.data = root / "pg"
-        self.port = _free_port(57432)
+        self.port = _free_port(_preferred_port("FAULTS_PG_PORT", 57432))
 
     @property
     def url(self) -> str:
@@ -151,7 +163,11 @@ class LocalRedis:
         binary = redis_server_binary()
         if binary is None:
             raise RuntimeError("redis-server not found (apt-get install redis-server)")
-        self.binary, self.dir, self.port = binary, root / "redis", _free_port(58379)
+        self.binary, self.dir, self.port = (
+            binary,
+            root / "redis",
+            _free_port(_preferred_port("FAULTS_REDIS_PORT", 58379)),
+        )
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -188,6 +204,33 @@ class Stack:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     key_id: str = ""
     secret: str = ""
+    supervisor: subprocess.Popen[bytes] | None = None  # scripts/run.py, on the stack `make run` starts
+
+    @property
+    def state_file(self) -> Path:
+        return FAULTS_DIR / "run" / "processes.json"
+
+    def processes(self) -> dict[str, dict]:
+        """The supervisor's view of its processes (scripts/run.py writes it every second)."""
+        try:
+            return json.loads(self.state_file.read_text())["processes"]
+        except (OSError, ValueError, KeyError):
+            return {}
+
+    def supervise(self) -> None:
+        """`make run` itself (DEMO=0) on this stack's servers: its supervisor starts and restarts
+        web, the projector, the worker and beat."""
+        env = {**self.env, "PORT": str(self.port), "DEMO": "0", "WEB_WORKERS": "3", "NO_COLOR": "1",
+               "LEADERBOARD_PROCESS_STATE": str(self.state_file)}  # fmt: skip
+        logfile = open(FAULTS_DIR / "run.log", "ab")  # noqa: SIM115 - the child keeps it
+        self.supervisor = subprocess.Popen(
+            [str(VENV_BIN / "python"), "scripts/run.py"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def manage(self, *args: str) -> str:
         cmd = [str(VENV_BIN / "python"), "manage.py", *args]
@@ -223,15 +266,23 @@ class Stack:
             proc.wait()
 
     def stop(self) -> None:
+        if self.supervisor is not None and self.supervisor.poll() is None:
+            os.killpg(self.supervisor.pid, signal.SIGINT)  # Ctrl-C: it stops its processes itself
+            try:
+                self.supervisor.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.supervisor.pid, signal.SIGKILL)
+                self.supervisor.wait()
         for name in list(self.procs):
             self.kill(name, signal.SIGTERM)
         self.redis.destroy()
         self.pg.destroy()
 
 
-def stack_up(*, ha: bool = False) -> Stack:
+def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
     """The servers and the service; `ha`: Postgres as a primary with a synchronous standby and
-    automatic failover (scripts/ha.py) instead of one server."""
+    automatic failover (scripts/ha.py) instead of one server; `supervised`: the service's
+    processes started by `make run`'s supervisor (scripts/run.py) instead of by this suite."""
     if not ha:  # the HA stack may run beside a plain one: each keeps to its own directory
         shutil.rmtree(FAULTS_DIR, ignore_errors=True)
     FAULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -241,7 +292,7 @@ def stack_up(*, ha: bool = False) -> Stack:
         f"127.0.0.1:{redis.port} under {FAULTS_DIR}")  # fmt: skip
     # the HA stack's web port apart from the plain one's: a plain stack just stopped may still
     # hold its port for a moment
-    stack = Stack(pg, redis, _free_port(58280 if ha else 58080), {})
+    stack = Stack(pg, redis, _free_port(58280 if ha else _preferred_port("FAULTS_WEB_PORT", 58080)), {})
     try:
         pg.create()
         redis.start()
@@ -260,9 +311,15 @@ def stack_up(*, ha: bool = False) -> Stack:
         stack.manage("apply_game_config", str(GAME_FILE))
         key = json.loads(stack.manage("create_server_key", GAME, "faults"))
         stack.key_id, stack.secret = key["key_id"], key["secret"]
-        for name in ("web", "projector", "worker", "beat"):
-            stack.start(name)
+        if supervised:
+            stack.supervise()
+        else:
+            for name in ("web", "projector", "worker", "beat"):
+                stack.start(name)
         _wait("web", lambda: _request(stack, "GET", "/healthz")[0] == 200, timeout=90)
+        if supervised:  # and every process the supervisor runs
+            _wait("make run's processes", lambda: all(p["up"] for p in stack.processes().values())
+                  and len(stack.processes()) >= 4, timeout=60)  # fmt: skip
     except BaseException:  # nothing of a stack that did not come up is left running
         stack.stop()
         raise
@@ -275,6 +332,7 @@ def stack_up(*, ha: bool = False) -> Stack:
 class Fault:
     name = ""
     needs_ha = False  # runs on the primary + synchronous standby stack (stack_up(ha=True))
+    supervised = False  # runs on the stack `make run`'s supervisor starts (stack_up(supervised=True))
 
     def inject(self, stack: Stack) -> None:
         raise NotImplementedError
@@ -291,6 +349,15 @@ class RedisKilled(Fault):
 
     def heal(self, stack: Stack) -> None:
         stack.redis.start()  # empty: it kept nothing on disk
+
+
+class RedisKilledUnderRun(RedisKilled):
+    """Redis kill -9 and restarted empty under `make run` itself: the worker may die of it (kombu's
+    restore_unacked on a lost connection) and is restarted by the supervisor; the index is rebuilt
+    and every acknowledged result reaches the board without a person."""
+
+    name = "run-redis-killed"
+    supervised = True
 
 
 class RedisHung(Fault):
@@ -357,23 +424,24 @@ class PrimaryKilled(Fault):
         stack.pg.cluster.start_keeper(stack.pg.killed)
 
 
-FAULTS: list[type[Fault]] = [RedisKilled, RedisHung, PostgresStopped, WorkerKilled, ProjectorKilled, PrimaryKilled]
+FAULTS: list[type[Fault]] = [
+    RedisKilled,
+    RedisHung,
+    PostgresStopped,
+    WorkerKilled,
+    ProjectorKilled,
+    RedisKilledUnderRun,
+    PrimaryKilled,
+]
 
 
 # --- load -----------------------------------------------------------------------------------
 
 
-def _signature(secret: str, method: str, path: str, body: bytes) -> str:
-    """Contract section 3, as a game server computes it."""
-    t = int(time.time())
-    mac = hmac.new(secret.encode(), f"{t}.{method}.{path}.".encode() + body, hashlib.sha256)
-    return f"t={t},v1={mac.hexdigest()}"
-
-
-def _request(stack: Stack, method: str, path: str, body: bytes = b"", sign: bool = False) -> tuple[int, bytes]:
+def _request(stack: Stack, method: str, path: str, body: bytes = b"", signed: bool = False) -> tuple[int, bytes]:
     headers = {"Content-Type": "application/json"}
-    if sign:
-        headers.update({"X-Key-Id": stack.key_id, "X-Signature": _signature(stack.secret, method, path, body)})
+    if signed:
+        headers.update({"X-Key-Id": stack.key_id, "X-Signature": sign(stack.secret, method, path, body)})
     conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=35)
     try:
         conn.request(method, path, body=body or None, headers=headers)
@@ -407,6 +475,19 @@ class Outcome:
     recovery: float | None
     slowest_read: float = 0.0  # /top while the fault lasted, the first answer after it began excepted
     writes_back: float | None = 0.0  # from the fault to the first 2xx submission after the last failed one
+    processes: dict[str, dict] | None = None  # under `make run`: the supervisor's state at the end
+
+    @property
+    def failed(self) -> list[str]:
+        """Why this fault failed: anything lost; under `make run` also not healed, or a process down."""
+        why = [f"{self.lost} acknowledged results lost"] if self.lost else []
+        if self.processes is not None:
+            if self.recovery is None:
+                why.append("never healed")
+            why += [f"{name} down" for name, p in sorted(self.processes.items()) if not p["up"]]
+            if not self.processes:
+                why.append("the supervisor's state file is missing")
+        return why
 
 
 def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcome:
@@ -429,7 +510,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
                 }
             ).encode()
             t0 = time.monotonic()
-            status, _ = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, sign=True)
+            status, _ = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, signed=True)
             took = time.monotonic() - t0
             ok = status in (200, 201)
             with lock:
@@ -474,6 +555,9 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
     recovery = None if None in ends else max(0.0, max(ends) - healed)  # type: ignore[type-var]
     acked = [s.match for s in samples if s.match is not None]
     lost = count_lost(stack, acked)
+    if stack.supervisor is not None:  # every process up again, as the supervisor sees it
+        with contextlib.suppress(RuntimeError):
+            _wait("make run's processes", lambda: all(p["up"] for p in stack.processes().values()), timeout=60)
     submits = sorted((s for s in samples if s.kind == "submit" and s.at >= injected), key=lambda s: s.at)
     failed = [s for s in submits if not s.healthy]
     writes_back: float | None = 0.0
@@ -494,6 +578,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
         recovery=recovery,
         slowest_read=max((r.seconds for r in reads[1:]), default=0.0),
         writes_back=writes_back,
+        processes=stack.processes() if stack.supervisor is not None else None,
     )
 
 
@@ -542,6 +627,17 @@ def print_table(outcomes: list[Outcome]) -> None:
             f"{o.fault:<18} {o.tried:>6} {o.acknowledged:>6} {o.lost:>5} {o.unavailable:>5} {o.server_errors:>9} "
             f"{o.slowest_submit:>13.3f} s {o.slowest_read:>11.3f} s {back:>11} {recovery:>9}"
         )
+    for o in outcomes:
+        if o.processes is not None:
+            seen = ", ".join(
+                f"{name} {'up' if p['up'] else 'DOWN'} ({p['restarts']} restarts"
+                + (f", last: {p['last_exit']})" if p["last_exit"] else ")")
+                for name, p in sorted(o.processes.items())
+            )
+            print(f"{o.fault}: make run's processes at the end: {seen}")
+    for o in outcomes:
+        if o.failed:
+            print(f"{o.fault}: FAILED: {'; '.join(o.failed)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -554,11 +650,11 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         parser.error("no such fault")
     outcomes = []
-    for on_ha in (False, True):
-        group = [f for f in chosen if f.needs_ha == on_ha]
+    for on_ha, supervised in ((False, False), (False, True), (True, False)):
+        group = [f for f in chosen if f.needs_ha == on_ha and f.supervised == supervised]
         if not group:
             continue
-        stack = stack_up(ha=on_ha)
+        stack = stack_up(ha=on_ha, supervised=supervised)
         try:
             for fault_cls in group:
                 log(f"{fault_cls.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
@@ -566,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stack.stop()
     print_table(outcomes)
-    return 1 if any(o.lost for o in outcomes) else 0
+    return 1 if any(o.failed for o in outcomes) else 0
 
 
 if __name__ == "__main__":

@@ -79,9 +79,9 @@ def _run(argv: list[str] | None) -> int:
     from django.core.management import call_command
     from django.db import connection
     from django.test import Client
+    from leaderboard_client.signing import sign
 
     from scores import services
-    from scores.auth import sign
     from scores.models import Game
 
     call_command("migrate", verbosity=0)

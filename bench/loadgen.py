@@ -9,8 +9,8 @@ falls behind shows it in the latency instead of quietly sending less (coordinate
 Connections are kept alive; when the server closes one (gunicorn's sync workers close after
 every response) the next request opens a new one, and that connect is part of its latency.
 
-Requests are signed as contract section 3 says (the same HMAC as scores.auth.sign, which needs
-a configured Django to import):
+Requests are signed as contract section 3 says, by the game servers' client
+(leaderboard_client.sign, clients/python/: the one signer on the client side, docs/clients.md):
     X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<METHOD>.<path>.<body>")>
 """
 
@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from leaderboard_client.signing import sign
+
+__all__ = ["sign"]  # the bench's modules sign through loadgen.sign
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -34,13 +36,6 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     except ImportError:
         return None
     return uvloop.new_event_loop
-
-
-def sign(secret: str, method: str, path: str, body: bytes, timestamp: int | None = None) -> str:
-    """The X-Signature header value (contract section 3; same as scores.auth.sign)."""
-    t = int(time.time()) if timestamp is None else timestamp
-    mac = hmac.new(secret.encode(), f"{t}.{method.upper()}.{path}.".encode() + body, hashlib.sha256)
-    return f"t={t},v1={mac.hexdigest()}"
 
 
 @dataclass

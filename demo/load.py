@@ -30,13 +30,18 @@ from scores import bulk, encoding
 from scores.accounts import demo_accounts_create, demo_accounts_missing
 from scores.config import parse_game_config
 from scores.ingest import MatchIn, ResultIn
-from scores.models import Board, Game, Player, PlayerValue
+from scores.models import Board, Game, Player, PlayerValue, Season
 from scores.projection.values import total_reached_at
 from scores.selectors import GameConfig, game_config
 from scores.services import game_config_apply
 from scores.windows import windows_for
 
 HISTORY_DAYS = 45
+# The demo's seasons are made relative to the day it is loaded, not written in games/demo.toml:
+# a fixed date would leave the demo without a current season once the calendar passed it
+# (docs/game-config.md, "The demo game's seasons").
+SEASON_DAYS = 91
+SEASON_LEAD_DAYS = 30  # the first season started this long before the load: the history straddles it
 LOCK_ID = 0x6C62_6465_6D6F  # pg advisory lock: one demo_load at a time
 
 
@@ -101,6 +106,7 @@ def demo_load(
             return report
         report.fk_checks_skipped = bulk.fk_checks_skip()
         game_config_apply(parse_game_config(DEMO_CONFIG.read_text(encoding="utf-8")))
+        demo_seasons_current(now=now)
         config = game_config(Game.objects.get(slug=DEMO_SLUG))
         phases.done("config")
         data = _generate(config, players, matches, seed, now, progress)
@@ -130,6 +136,37 @@ def demo_load(
     report.loaded = True
     report.seconds = time.monotonic() - started
     return report
+
+
+def demo_seasons_current(*, now: datetime | None = None) -> list[str]:
+    """Make sure the demo game has a season running at `now`; returns the seasons created.
+
+    The first is `s1` ("Season 1"), from midnight UTC SEASON_LEAD_DAYS before `now`, for
+    SEASON_DAYS days. When the last one has ended (a `make run` started long after the
+    load), the next follows it on the same SEASON_DAYS grid: the one that holds `now`, numbered
+    on. Runs on every `make run` start (demo_load); a game file's own seasons are left alone."""
+    now = now or timezone.now()
+    game = Game.objects.filter(slug=DEMO_SLUG).first()
+    if game is None:
+        return []
+    seasons = list(Season.objects.filter(game=game).order_by("ends_at"))
+    if any(s.starts_at <= now < s.ends_at for s in seasons):
+        return []
+    period = timedelta(days=SEASON_DAYS)
+    if seasons and seasons[-1].ends_at <= now:
+        last_end = seasons[-1].ends_at
+        start = last_end + period * ((now - last_end) // period)
+    else:
+        midnight = datetime(now.year, now.month, now.day, tzinfo=UTC)
+        start = midnight - timedelta(days=SEASON_LEAD_DAYS)
+    taken = {s.slug for s in seasons}
+    number = len(seasons) + 1
+    while f"s{number}" in taken:
+        number += 1
+    Season.objects.create(
+        game=game, slug=f"s{number}", name=f"Season {number}", starts_at=start, ends_at=start + period
+    )
+    return [f"s{number}"]
 
 
 @dataclass

@@ -21,9 +21,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.utils import timezone
+from leaderboard_client.signing import sign
 
 from demo.names import DEMO_LOGIN, DEMO_SLUG, demo_match, match_results, rfc3339
-from scores.auth import sign
 
 
 @dataclass

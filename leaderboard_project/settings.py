@@ -356,6 +356,13 @@ PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
 # A player's own rank and friends reads answered without DRF's per-request machinery
 # (boards/api/thin.py, docs/reads.md "The thin path"); 0 sends them through the DRF views.
 BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"
+# Admission control (contract 13.2, scores/admission.py, docs/operations.md): a submission is
+# refused 503 `overloaded` before anything is stored while the projector's oldest pending row is
+# older than ADMISSION_MAX_LAG_MS (0: never refuse) or more than ADMISSION_MAX_PENDING matches wait;
+# each process reads the backlog at most once per ADMISSION_REFRESH_MS.
+ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "500"))
+ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "5000"))
+ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "100"))
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (

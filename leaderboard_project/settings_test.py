@@ -15,6 +15,9 @@ from leaderboard_project.settings import *  # noqa: E402, F403
 # A submission's values and boards are applied in the test's own process right after its commit
 # (tests of the projector itself turn this off and run batches, or the process, themselves).
 PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "1") == "1"
+# No admission control unless a test turns it on (tests/scores/test_admission.py): many tests
+# build a projector backlog on purpose, with no projector running, and submit on top of it.
+ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "0"))
 
 # Another checkout's test run on this machine holds the plain test database
 # (scripts/services.py gives each concurrent run a slot of its own).

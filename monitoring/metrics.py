@@ -10,6 +10,7 @@ What is counted where:
 - requests: RequestMetricsMiddleware, first in MIDDLEWARE, per route pattern and method;
 - submitted matches by outcome: the same middleware reads the contract's answer of the two
   submission routes (a match's status, `duplicate`, a 400 or 409), so ingest code is untouched;
+  so are submissions refused 503 `overloaded` (admission control);
 - Redis errors: monitoring.redis, the connection class of the boards' and cache's pool;
 - Postgres errors: an execute wrapper on every connection, plus errors that escape a view
   (connecting failed);
@@ -52,6 +53,11 @@ MATCHES = Counter(
     "Submitted matches (single or in a batch) by outcome: accepted, held, rejected, duplicate, conflict",
     ["game", "status"],
 )
+REFUSED = Counter(
+    "leaderboard_ingest_refused",
+    "Submissions answered 503 overloaded (admission control, contract 13.2): nothing of them stored",
+    ["game", "route"],
+)
 REDIS_ERRORS = Counter("leaderboard_redis_errors", "Failed Redis connects, sends and reads", ["error"])
 POSTGRES_ERRORS = Counter("leaderboard_postgres_errors", "Failed Postgres statements and connections", ["error"])
 WEBSOCKETS = Gauge(
@@ -84,6 +90,9 @@ def _count_matches(game: str, route: str, response: HttpResponse) -> None:
     """From the contract's answer (sections 4 and 12): nothing of ingest has to know."""
     data = getattr(response, "data", None)
     status = response.status_code
+    if status == 503 and isinstance(data, dict) and data.get("error", {}).get("code") == "overloaded":
+        REFUSED.labels(game, route).inc()
+        return
     if not isinstance(data, dict) or status in (401, 403, 404, 413) or status >= 500:
         return  # not a decision on a match (unauthenticated, unknown game...)
     if route == "matches-batch":

@@ -31,13 +31,6 @@ def server_key_secret(key_id: str, salt: str) -> str:
     return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
 
 
-def sign(secret: str, method: str, path: str, body: bytes, timestamp: int | None = None) -> str:
-    """The X-Signature header value a game server sends (used by our own clients and tests)."""
-    t = int(time.time()) if timestamp is None else timestamp
-    mac = hmac.new(secret.encode(), f"{t}.{method.upper()}.{path}.".encode() + body, hashlib.sha256)
-    return f"t={t},v1={mac.hexdigest()}"
-
-
 @dataclass(frozen=True)
 class ServerPrincipal:
     """request.user for a signed request."""

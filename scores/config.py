@@ -47,6 +47,7 @@ class BoardSpec(BoardDefinition):
     format: str = "integer"  # how pages show a score (scores/formats.py)
     shards: int = 1  # sorted sets per board window (docs/game-config.md)
     exact_rank_limit: int = 10_000  # ranks deeper than this on a sharded board may be estimated
+    min_total: int | None = None  # total boards whose results may subtract: the floor (None: 0)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ MAX_EXACT_RANK_LIMIT = 10_000_000
 _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods", "allowed_origins"}
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
-    "anticheat", "format", "shards", "exact_rank_limit",
+    "anticheat", "format", "shards", "exact_rank_limit", "min_total",
 }  # fmt: skip
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
@@ -197,8 +198,19 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         max_total = _int(raw, "max_total", p)
         if max_total < max_score:
             raise ConfigError(p + "max_total", f"{max_total} is below max_score {max_score}")
-    if mode == "total" and min_score < 0:
-        raise ConfigError(p + "min_score", "total boards need min_score >= 0: a total must only grow within a window")
+    min_total = raw.get("min_total")
+    if min_total is not None:
+        if mode != "total" or min_score >= 0:
+            raise ConfigError(
+                p + "min_total", "only total boards whose results may subtract (min_score < 0) have a min_total"
+            )
+        min_total = _int(raw, "min_total", p, high=0)
+    if mode == "total" and min_score < 0 and any(w in ROLLING_WINDOWS for w in windows):
+        raise ConfigError(
+            p + "windows",
+            "total boards whose results may subtract keep no rolling windows (last7d, last30d): a clamped total "
+            "is not the sum of its days",
+        )
     if mode == "latest" and any(w in ROLLING_WINDOWS for w in windows):
         raise ConfigError(
             p + "windows", "latest boards keep no rolling windows (last7d, last30d): a union of days has no latest"
@@ -220,6 +232,7 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         format=_format(raw, p),
         shards=_int(raw, "shards", p, default=1, low=1, high=MAX_SHARDS),
         exact_rank_limit=_int(raw, "exact_rank_limit", p, default=10_000, low=1, high=MAX_EXACT_RANK_LIMIT),
+        min_total=min_total,
     )
     problem = encoding.budget_problem(spec)
     if problem:

@@ -7,7 +7,7 @@ the rest on the value, arranged so that a *larger* encoded number is always *bet
     encoded = value_part * 2**TIME_BITS + (2**TIME_BITS - 1 - seconds_since_epoch)
 
 - value_part is (value - min_score) on desc boards, (max_score - value) on asc boards and
-  min(total, max_total) on total boards, so it never goes below 0;
+  min(total, max_total) - min_total on total boards, so it never goes below 0;
 - an earlier time gives a larger low part, so of two equal values the earlier one wins and a
   later equal result never moves a player down (ZADD GT ignores it).
 
@@ -44,14 +44,24 @@ def may_fall(board: BoardShape) -> bool:
     return board.mode == "latest" or (board.mode == "total" and board.min_score < 0)
 
 
-def default_max_total() -> int:
-    return VALUE_SPAN_LIMIT - 1
+def min_total(board: BoardShape) -> int:
+    """The floor of a total board's totals (0 unless results may subtract)."""
+    floor = getattr(board, "min_total", None)
+    return floor if floor is not None else 0
+
+
+def default_max_total(floor: int = 0) -> int:
+    return floor + VALUE_SPAN_LIMIT - 1
+
+
+def max_total(board: BoardShape) -> int:
+    return board.max_total if board.max_total is not None else default_max_total(min_total(board))
 
 
 def value_span(board: BoardShape) -> int:
     """How many distinct values the board must tell apart."""
     if board.mode == "total":
-        return (board.max_total if board.max_total is not None else default_max_total()) + 1
+        return max_total(board) - min_total(board) + 1
     return board.max_score - board.min_score + 1
 
 
@@ -61,7 +71,10 @@ def budget_problem(board: BoardShape) -> str | None:
     if span <= VALUE_SPAN_LIMIT:
         return None
     needed = math.ceil(math.log2(span))
-    what = "max_total + 1" if board.mode == "total" else "max_score - min_score + 1"
+    if board.mode != "total":
+        what = "max_score - min_score + 1"
+    else:
+        what = "max_total - min_total + 1" if min_total(board) else "max_total + 1"
     return (
         f"{what} = {span:,} distinct values needs {needed} bits, but only {VALUE_BITS} of the 53 exact bits "
         f"of a sorted-set score are left after {TIME_BITS} bits of tie-break time; "
@@ -77,8 +90,8 @@ def tie_seconds(reached_at: datetime) -> int:
 
 def value_part(board: BoardShape, value: int) -> int:
     if board.mode == "total":
-        cap = board.max_total if board.max_total is not None else default_max_total()
-        return min(max(value, 0), cap)
+        floor = min_total(board)
+        return min(max(value, floor), max_total(board)) - floor
     if board.order == "asc":
         return board.max_score - value
     return value - board.min_score
@@ -92,7 +105,7 @@ def decode_value(board: BoardShape, encoded: int) -> int:
     """The displayed value of an encoded score (for totals above max_total: max_total)."""
     part = int(encoded) >> TIME_BITS
     if board.mode == "total":
-        return part
+        return part + min_total(board)
     if board.order == "asc":
         return board.max_score - part
     return part + board.min_score

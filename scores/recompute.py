@@ -24,6 +24,7 @@ from scores.ingest import MatchIn, ResultIn
 from scores.locks import LANES, lane_of
 from scores.outbox import outbox_entries, outbox_insert
 from scores.projection import pending_apply
+from scores.projection.values import clamped_totals_sql
 from scores.selectors import GameConfig
 from scores.send import send_on_commit
 from scores.signals import values_rewritten
@@ -199,6 +200,18 @@ _LATEST_RECOMPUTE = (
     + 'ORDER BY u.n, r.ended_at DESC, m.match_id COLLATE "C" DESC, r.id DESC'
 )
 
+# Totals that may fall: clamped at the floor in the order the remaining results happened, as
+# the projector clamps them (scores.projection.values.clamped_totals_sql).
+_SIGNED_RECOMPUTE = (
+    'WITH parts AS (SELECT %(board)s::bigint AS board_id, u.w AS "window", u.player_id, r.score, r.ended_at, '
+    "r.metadata, m.match_id AS match_ext, r.id AS result_id, NULL::bigint AS x0, "
+    "NULL::timestamptz AS stored_reached, %(floor)s::bigint AS floor\n"
+    + _CANDIDATES
+    + ') SELECT t."window", t.player_id, t.value, t.reached_at, t.metadata::text, t.latest_at, t.latest_match FROM ('
+    + clamped_totals_sql("parts")
+    + ") AS t"
+)
+
 # reached_at by scores.projection.values.total_reached_at()'s rule folded over every part: the latest
 # part that added something, else the earliest; metadata of the latest part (ties: last stored).
 _TOTAL_RECOMPUTE = (
@@ -256,7 +269,13 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
                 "lanes": LANES,
                 **encoding.sql_params(board),
             }
-            if board.mode == "total":
+            if encoding.may_fall(board) and board.mode == "total":
+                cur.execute(_SIGNED_RECOMPUTE, {**params, "floor": encoding.min_total(board)})
+                found = [
+                    _Recomputed(w, p, v, reached, meta, latest, encoding.encode(board, v, reached), match)
+                    for w, p, v, reached, meta, latest, match in cur.fetchall()
+                ]
+            elif board.mode == "total":
                 cur.execute(_TOTAL_RECOMPUTE, params)
                 found = [
                     _Recomputed(w, p, v, reached, meta, latest, encoding.encode(board, v, reached))

@@ -98,6 +98,7 @@ def _encoding_shape(b: Any) -> tuple:
         b.min_score if (b.mode != "total" and b.order == "desc") else None,
         b.max_score if (b.mode != "total" and b.order == "asc") else None,
         encoding.value_span(b) if b.mode == "total" else None,
+        encoding.min_total(b) if b.mode == "total" else None,
     )
 
 
@@ -137,6 +138,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "format": bs.format,
                 "shards": bs.shards,
                 "exact_rank_limit": bs.exact_rank_limit,
+                "min_total": bs.min_total,
             }
             board = existing.get(bs.slug)
             if board is None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.db.models.signals import pre_save
 from django.test import Client
+from leaderboard_client.signing import sign
 from redis.cluster import RedisCluster
 
 from boards import index
@@ -16,7 +17,6 @@ from boards.profiles import local_caches_clear
 from rediskit import keys
 from rediskit.breaker import breakers_reset
 from rediskit.client import get_redis
-from scores.auth import sign
 from scores.models import Board
 from scores.selectors import config_cache_clear
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
@@ -118,6 +118,8 @@ def game_with_boards(
     game = GameFactory(slug=slug, **{"reset_timezone": "UTC", **game_fields})
     for b, display in boards:
         extra = {"windows": windows} if windows else {}
+        if getattr(b, "min_total", 0):
+            extra["min_total"] = b.min_total
         BoardFactory(
             game=game,
             slug=b.slug,

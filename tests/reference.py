@@ -4,7 +4,9 @@ It knows nothing of encodings, Redis or SQL: it keeps each player's value per bo
 window and orders by value, then the second the value was reached, then player id bytes.
 
 Modes: best (the best result), total (the sum), latest (the most recent result: latest
-ended_at, then match_id bytes, then the last of a match's results; it was reached then)."""
+ended_at, then match_id bytes, then the last of a match's results; it was reached then). A
+total whose results may subtract (min_score < 0) adds them up in that same order, each step
+clamped at min_total; it was reached at the latest result that moved it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class RefBoard:
     mode: str  # best | total | latest
     min_score: int
     max_score: int
+    min_total: int = 0  # total boards whose results may subtract (min_score < 0): the floor
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Reference:
     seasons: list[RefSeason]
     matches: dict[str, str] = field(default_factory=dict)  # match_id -> canonical body
     values: dict[tuple[str, str, str], RefValue] = field(default_factory=dict)
+    parts: dict[tuple[str, str, str], list[tuple[tuple, int]]] = field(default_factory=dict)  # signed totals
 
     def windows(self, ended_at: datetime) -> list[str]:
         day = ended_at.astimezone(ZoneInfo(self.tz)).date()
@@ -73,7 +77,17 @@ class Reference:
 
     def _apply(self, board: RefBoard, key: tuple[str, str, str], score: int, at: datetime, recency: tuple = ()) -> None:
         current = self.values.get(key)
-        if board.mode == "latest":
+        if board.mode == "total" and board.min_score < 0:
+            parts = sorted([*self.parts.get(key, []), (recency, score)])
+            self.parts[key] = parts
+            total, moved = 0, None
+            for (at_k, _, _), score_k in parts:
+                step = max(board.min_total, total + score_k)
+                if step != total:
+                    moved = at_k
+                total = step
+            self.values[key] = RefValue(total, moved or parts[0][0][0], parts[-1][0])
+        elif board.mode == "latest":
             if current is None or recency > current.latest:
                 self.values[key] = RefValue(score, at, recency)
         elif current is None:

@@ -11,11 +11,11 @@ from urllib.parse import quote, unquote, urlencode
 import schemathesis
 from django.utils.encoding import escape_uri_path
 from hypothesis import HealthCheck, given, settings
+from leaderboard_client.signing import sign
 from schemathesis.core import NotSet
 from werkzeug.test import Client as WsgiClient
 
 from leaderboard_project.wsgi import application
-from scores.auth import sign
 from tests.boards.conftest import submit
 from tests.conftest import SignedClient
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -128,7 +127,7 @@ class PlayerStandingApi(PlayerReadApi):
         throttle = throttles[0] if plan is not None else None
         if not isinstance(throttle, PlayerReadThrottle):
             return super().check_throttles(request)
-        now = time.time()
+        now = throttle.clock()
         limits, counters, args = throttle.counters(request, now)
         if not limits:
             return None

@@ -12,7 +12,6 @@ tests/boards/test_thin_reads.py holds the two paths' answers to the same bytes."
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -135,7 +134,7 @@ def _counted(
     """The script's reply with the rate limits counted in it, or the 429; (None, None) when
     Redis is unreachable (the DRF view then answers from Postgres)."""
     throttle = PlayerReadThrottle()
-    now = time.time()
+    now = throttle.clock()
     limits, counters, args = throttle.counters(_Throttled(user, request), now)
     try:
         reply = read(counters, args)

@@ -22,7 +22,7 @@ from leaderboard_project.errors import (
     flatten_detail,
 )
 from scores import ids, ingest
-from scores.api.common import ERRORS, ExactIdField, ServerApiView
+from scores.api.common import SUBMIT_ERRORS, ExactIdField, ServerApiView
 from scores.ids import MATCH_ID_RE, PLAYER_RE, SLUG_RE
 
 MAX_METADATA_BYTES = 1024
@@ -215,7 +215,7 @@ class MatchSubmitApi(ServerApiView):
         operation_id="matches_submit",
         summary="Submit one match's results (idempotent by match_id)",
         request=MatchInSerializer,
-        responses={201: MatchOutSerializer, 200: MatchOutSerializer, 409: ErrorBodySerializer, **ERRORS},
+        responses={201: MatchOutSerializer, 200: MatchOutSerializer, 409: ErrorBodySerializer, **SUBMIT_ERRORS},
     )
     def post(self, request: Request, game: str) -> Response:
         match = _fast_match(request.data)
@@ -239,7 +239,7 @@ class MatchBatchApi(ServerApiView):
             "(`duplicate: true`). A body that is not a list of 1-1000 matches is a 400 and stores nothing."
         ),
         request=BatchInSerializer,
-        responses={200: BatchOutSerializer, **ERRORS},
+        responses={200: BatchOutSerializer, **SUBMIT_ERRORS},
     )
     def post(self, request: Request, game: str) -> Response:
         raw_matches = request.data.get("matches") if type(request.data) is dict else None

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from scores.admission import admission_check
 from scores.ingest import checks
 from scores.ingest.append import PlayerRace, append, matches_delete, matches_existing, matches_hold
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, RuleRejected
@@ -32,7 +33,9 @@ def match_submit(*, game: Game, server_key: ServerKey | None, match: MatchIn) ->
 def matches_submit(
     *, game: Game, server_key: ServerKey | None, matches: Sequence[MatchIn], now: datetime | None = None
 ) -> list[MatchOutcome]:
-    """Store many matches in one transaction; each stands alone (a bad one is rejected)."""
+    """Store many matches in one transaction; each stands alone (a bad one is rejected). Raises
+    Overloaded (503) before storing anything while the boards are too far behind (scores/admission.py)."""
+    admission_check()
     now = now or timezone.now()
     config = game_config(game)
     outcomes: list[MatchOutcome | None] = [None] * len(matches)

@@ -66,8 +66,12 @@ class Projector:
         idle_seconds: float = 1.0,
         interval_seconds: float = INTERVAL_SECONDS,
         max_matches: int = MAX_MATCHES,
+        pause_seconds: float = 0.0,
     ) -> None:
         self.wanted = sorted(set(lanes))
+        # a deliberate slowdown after every batch that applied something: an overload drill
+        # (tests/scores/test_admission.py); 0 in production
+        self.pause_seconds = pause_seconds
         self.idle_seconds = idle_seconds
         self.interval_seconds = interval_seconds
         self.max_matches = max_matches
@@ -124,6 +128,8 @@ class Projector:
                 self._report()
             started = time.monotonic()
             applied = self.step() if self._owned else 0
+            if applied and self.pause_seconds:
+                self._pause_until(time.monotonic() + self.pause_seconds)
             if applied >= self.max_matches:
                 continue  # a backlog: the next full batch at once
             if applied:

@@ -51,6 +51,40 @@ def total_reached_at(value_a: int, at_a: datetime, value_b: int, at_b: datetime)
     return min(at_a, at_b)
 
 
+# The order a total that may fall is clamped in: when the results happened.
+_SEQ = 'ORDER BY s.ended_at, s.match_ext COLLATE "C", s.result_id ROWS UNBOUNDED PRECEDING'
+_LAST = 'ORDER BY ended_at DESC, match_ext COLLATE "C" DESC, result_id DESC'
+
+
+def clamped_totals_sql(rows: str) -> str:
+    """SQL of totals clamped at a floor, one row per (board_id, "window", player_id) of `rows`
+    (a relation with those columns and score, ended_at, metadata, match_ext, result_id, x0: the
+    total they continue (NULL: none), stored_reached: its reached_at, floor).
+
+    Each result in turn: total = max(floor, total + score). Closed form (Lindley's recursion),
+    so window functions compute it without a loop: after k results with running sums S_1..S_k,
+    total_k = S_k + max(x0, floor - min(S_1..S_k)). The value was reached at the latest result
+    that moved the total (adding 0, or subtracting at the floor, does not), else the stored
+    moment, else the earliest result (total_reached_at()'s rule, in that order)."""
+    seq = f'WINDOW seq AS (PARTITION BY s.board_id, s."window", s.player_id {_SEQ})'
+    return f"""
+    SELECT board_id, "window", player_id,
+        (array_agg(y_k {_LAST}))[1] AS value,
+        COALESCE(max(ended_at) FILTER (WHERE moved), min(stored_reached), min(ended_at)) AS reached_at,
+        (array_agg(metadata {_LAST}))[1] AS metadata,
+        max(ended_at) AS latest_at,
+        (array_agg(match_ext {_LAST}))[1] AS latest_match,
+        min(floor) AS floor
+    FROM (
+        SELECT s.*, s.y_k <> lag(s.y_k, 1, COALESCE(s.x0, 0)) OVER seq AS moved FROM (
+            SELECT s.*, s.s_k + GREATEST(COALESCE(s.x0, 0), s.floor - min(s.s_k) OVER seq) AS y_k FROM (
+                SELECT s.*, (sum(s.score) OVER seq)::bigint AS s_k FROM {rows} s {seq}
+            ) s {seq}
+        ) s {seq}
+    ) e
+    GROUP BY board_id, "window", player_id"""
+
+
 # --- the statement -----------------------------------------------------------------------
 
 # The zones a result's windows are derived in: the game's, and on a regional board the region
@@ -123,7 +157,7 @@ WITH picked AS (
     WHERE m.status = 'accepted'
 ), counted AS MATERIALIZED (
     SELECT b.id AS board_id, b.mode, z.prefix || wn.w AS "window", res.player_id, res.match_id, res.score,
-           res.ended_at, res.metadata, res.match_ext, res.result_id
+           res.ended_at, res.metadata, res.match_ext, res.result_id, (b.mode = 'total' AND b.min_score < 0) AS signed
     FROM res
     JOIN scores_board b ON b.id = res.board_id
     JOIN scores_game g ON g.id = b.game_id
@@ -159,7 +193,7 @@ WITH picked AS (
         COALESCE(MAX(x.ended_at) FILTER (WHERE x.score > 0), MIN(x.ended_at)) AS reached_at,
         (array_agg(x.metadata ORDER BY x.ended_at DESC, x.match_id DESC))[1] AS metadata,
         MAX(x.ended_at) AS latest_at
-    FROM counted x WHERE x.mode = 'total'
+    FROM counted x WHERE x.mode = 'total' AND NOT x.signed
     GROUP BY x.board_id, x."window", x.player_id
 ), total AS (
     INSERT INTO scores_playervalue AS pv
@@ -202,13 +236,71 @@ WITH picked AS (
     WHERE EXCLUDED.latest_at > pv.latest_at OR (EXCLUDED.latest_at = pv.latest_at
         AND EXCLUDED.latest_match COLLATE "C" > COALESCE(pv.latest_match, '') COLLATE "C")
     RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+), signed_in AS (
+    -- totals whose results may subtract, clamped at the board's floor in the order the results
+    -- happened (docs/encoding.md, "Values that fall"): a batch continues the stored total when
+    -- each of its results comes after the stored one's latest; a player with an earlier one
+    -- (it arrived late) has the total computed again from their results (signed_history)
+    SELECT x.board_id, x."window", x.player_id, x.score, x.ended_at, x.metadata, x.match_ext, x.result_id,
+        o.value AS x0, o.reached_at AS stored_reached, COALESCE(b.min_total, 0) AS floor,
+        o.id IS NOT NULL AND (x.ended_at < o.latest_at OR (x.ended_at = o.latest_at
+            AND x.match_ext COLLATE "C" <= COALESCE(o.latest_match, '') COLLATE "C")) AS early
+    FROM counted x JOIN scores_board b ON b.id = x.board_id
+    LEFT JOIN scores_playervalue o
+        ON o.board_id = x.board_id AND o."window" = x."window" AND o.player_id = x.player_id
+    WHERE x.signed
+), signed_late AS (
+    SELECT board_id, "window", player_id FROM signed_in GROUP BY 1, 2, 3 HAVING bool_or(early)
+), signed_history AS (
+    -- every result counting in the window for those players, by the rules of `counted` (the
+    -- batch's own included: its pending rows are the picked ones, deleted in this statement)
+    SELECT l.board_id, l."window", l.player_id, res.score, res.ended_at, res.metadata, m.match_id AS match_ext,
+        res.id AS result_id, NULL::bigint AS x0, NULL::timestamptz AS stored_reached,
+        COALESCE(b.min_total, 0) AS floor
+    FROM signed_late l
+    JOIN scores_board b ON b.id = l.board_id
+    JOIN scores_game g ON g.id = b.game_id
+    JOIN scores_result res ON res.player_id = l.player_id AND res.board_id = l.board_id
+    JOIN scores_match m ON m.id = res.match_id AND m.status = 'accepted'
+    CROSS JOIN LATERAL ({_ZONES}) AS z
+    CROSS JOIN LATERAL ({_WINDOWS}) AS wn(w)
+    LEFT JOIN scores_windowcutoff c ON c.board_id = b.id AND c."window" = z.prefix || wn.w
+    WHERE z.prefix || wn.w = l."window" AND (c.cut_at IS NULL OR {COUNTS_FROM} < c.cut_at)
+      AND NOT EXISTS (
+        SELECT 1 FROM scores_pending q
+        WHERE q.lane = mod(res.player_id, {LANES}) AND res.match_id = ANY(q.match_pks)
+          AND q.id NOT IN (SELECT id FROM picked))
+), signed_rows AS (
+    SELECT i.board_id, i."window", i.player_id, i.score, i.ended_at, i.metadata, i.match_ext, i.result_id, i.x0,
+        i.stored_reached, i.floor
+    FROM signed_in i
+    WHERE NOT EXISTS (
+        SELECT 1 FROM signed_late l
+        WHERE l.board_id = i.board_id AND l."window" = i."window" AND l.player_id = i.player_id)
+    UNION ALL SELECT * FROM signed_history
+), signed_new AS ({clamped_totals_sql("signed_rows")}
+), signed AS (
+    INSERT INTO scores_playervalue AS pv
+        (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, latest_match, updated_at)
+    SELECT n.board_id, n."window", n.player_id, n.value, n.reached_at,
+           {encoding.sql_encoded(f"LEAST(n.value, COALESCE(b.max_total, n.floor + {encoding.VALUE_SPAN_LIMIT - 1})) - n.floor", "n.reached_at")},
+           n.metadata, n.latest_at, n.latest_match, clock_timestamp()
+    FROM signed_new n JOIN scores_board b ON b.id = n.board_id
+    ORDER BY n.board_id, n."window", n.player_id
+    ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
+        value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
+        metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, latest_match = EXCLUDED.latest_match,
+        updated_at = clock_timestamp()
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
 ), names AS (
     UPDATE scores_player p SET display_name = n.display_name
     FROM (SELECT DISTINCT ON (player_id) player_id, display_name FROM res
           WHERE display_name IS NOT NULL ORDER BY player_id, match_id DESC) n
     WHERE p.id = n.player_id AND p.display_name <> n.display_name
     RETURNING 1
-), changed AS (SELECT * FROM best UNION ALL SELECT * FROM total UNION ALL SELECT * FROM latest)
+), changed AS (
+    SELECT * FROM best UNION ALL SELECT * FROM total UNION ALL SELECT * FROM latest UNION ALL SELECT * FROM signed
+)
 SELECT (SELECT count(*) FROM claimed), (SELECT min(created_at) FROM claimed),
     (SELECT array_agg(DISTINCT pk) FROM wanted), (SELECT count(*) FROM res), (SELECT count(*) FROM names),
     (SELECT array_agg(board_id) FROM changed), (SELECT array_agg("window") FROM changed),

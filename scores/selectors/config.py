@@ -78,6 +78,7 @@ class BoardConfig(BoardDefinition):
     format: str = "integer"  # how pages show a score (scores/formats.py); the API answers integers
     shards: int = 1  # sorted sets per window (rediskit/keys.py shard keys)
     exact_rank_limit: int = 10_000
+    min_total: int | None = None  # total boards whose results may subtract: their floor
 
     def region(self, slug: str) -> RegionConfig | None:
         return next((r for r in self.regions if r.slug == slug), None)
@@ -121,6 +122,7 @@ def _load_game(slug: str) -> GameConfig | None:
             format=b.format,
             shards=b.shards,
             exact_rank_limit=b.exact_rank_limit,
+            min_total=b.min_total,
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }

@@ -26,6 +26,23 @@ def test_no_acknowledged_result_is_lost_when_redis_hangs_postgres_stops_or_the_p
     assert outcomes[1].unavailable > 0  # Postgres down: 503, not a hang
 
 
+def test_redis_killed_under_make_run_heals_with_every_process_up_and_nothing_lost(capsys) -> None:
+    """The fault through `make run` itself (scripts/run.py supervising web, the projector, the
+    worker and beat): Redis killed -9 and started again empty under signed load. Every
+    acknowledged result is on the board again without a person, and every process is up at the
+    end (restarted by the supervisor, or never down)."""
+    stack = faults.stack_up(supervised=True)
+    try:
+        outcome = faults.run_fault(stack, faults.RedisKilledUnderRun(), seconds=20.0, rate=8.0)
+    finally:
+        stack.stop()
+    faults.print_table([outcome])
+    assert outcome.acknowledged > 0 and outcome.lost == 0 and outcome.server_errors == 0, outcome
+    assert outcome.recovery is not None, outcome  # healed: writes and undegraded /top reads
+    assert set(outcome.processes) >= {"web", "projector", "worker", "beat"}, outcome
+    assert outcome.failed == [], outcome
+
+
 def test_the_primary_killed_under_load_fails_over_to_its_synchronous_standby_with_nothing_lost(capsys) -> None:
     """kill -9 of the primary's whole node (keeper, postgres, backends) on a primary + synchronous
     standby + monitor of pg_auto_failover started under .local/faults/ha (scripts/ha.py): every

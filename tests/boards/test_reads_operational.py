@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
+from boards.throttles import PlayerReadThrottle
 from rediskit.client import get_redis
 from scores.models import Player
 from scores.selectors import config_cache_clear
@@ -61,9 +64,15 @@ def test_player_token_reads_need_no_query_when_warm(crowd) -> None:
 
 
 def throttle_rates(monkeypatch, **rates: str) -> None:
+    """Set the read limits, and pin the throttle's clock inside one counting window: the limits
+    are counted in fixed windows (boards/throttles.py), and a minute turning mid-test would
+    start every counter afresh. The middle of the current hour is inside one window of every
+    period up to an hour."""
     from django.conf import settings
 
     monkeypatch.setitem(settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES", rates)
+    pinned = time.time() // 3600 * 3600 + 1800
+    monkeypatch.setattr(PlayerReadThrottle, "clock", staticmethod(lambda: pinned))
 
 
 def test_player_reads_are_throttled_per_token_with_retry_after(crowd, monkeypatch) -> None:

@@ -16,6 +16,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from demo import load as demo_load
 from demo import names as demo_names
 from demo import traffic
 from demo.load import HISTORY_DAYS
@@ -24,7 +25,7 @@ from rediskit.client import get_redis
 from scores import encoding
 from scores.config import parse_game_config
 from scores.ingest import MatchIn, ResultIn, matches_submit
-from scores.models import Board, Game, Match, Player, PlayerValue, Result, ServerKey
+from scores.models import Board, Game, Match, Player, PlayerValue, Result, Season, ServerKey
 from scores.projection.values import total_reached_at
 from scores.selectors import game_config, window_expiry
 from scores.services import game_config_apply
@@ -142,6 +143,10 @@ def test_demo_load_equals_a_replay_through_the_real_ingest_path(transactional_db
     text = demo_names.DEMO_CONFIG.read_text(encoding="utf-8").replace('slug = "demo"', 'slug = "demo-replay"', 1)
     game_config_apply(parse_game_config(text))
     replay = Game.objects.get(slug="demo-replay")
+    for season in game.seasons.all():  # made by the loader, not in the file
+        Season.objects.create(
+            game=replay, slug=season.slug, name=season.name, starts_at=season.starts_at, ends_at=season.ends_at
+        )
 
     by_match: dict[int, list[ResultIn]] = defaultdict(list)
     results = Result.objects.filter(match__game=game).select_related("player", "board").order_by("id")
@@ -184,6 +189,23 @@ def test_demo_load_puts_the_boards_back_after_a_redis_restart(transactional_db) 
     output = load()
     assert "demo data already loaded" in output and "rebuilding" in output
     assert redis_values(game) == expected
+
+
+def test_the_demo_has_a_current_season_whenever_it_is_started(transactional_db) -> None:
+    """Its seasons follow the load date, never a date in games/demo.toml: loaded today, one is
+    running; started again after the last one ended, the next one on the same grid is made."""
+    now = timezone.now()
+    load()
+    game = Game.objects.get(slug="demo")
+    (first,) = game.seasons.all()
+    assert first.slug == "s1" and first.starts_at <= now < first.ends_at
+    assert load().strip() == "demo data already loaded"  # nothing to add while it runs
+    later = first.ends_at + timedelta(days=demo_load.SEASON_DAYS * 3 + 5)
+    assert demo_load.demo_seasons_current(now=later) == ["s2"]
+    second = game.seasons.get(slug="s2")
+    assert second.starts_at <= later < second.ends_at and second.name == "Season 2"
+    assert (second.starts_at - first.ends_at) % timedelta(days=demo_load.SEASON_DAYS) == timedelta(0)
+    assert demo_load.demo_seasons_current(now=later) == []
 
 
 def test_generated_data_is_deterministic_for_a_seed() -> None:

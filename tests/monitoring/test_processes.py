@@ -18,9 +18,9 @@ import pytest
 import websocket
 from django.conf import settings
 from django.utils import timezone
+from leaderboard_client.signing import sign
 from prometheus_client.parser import text_string_to_metric_families
 
-from scores.auth import sign
 from tests.e2e.conftest import web  # noqa: F401  (the web tier fixture)
 from tests.factories import BoardFactory, GameFactory, migrated_test_database_url, server_key
 from tests.polling import until

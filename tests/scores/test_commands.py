@@ -88,6 +88,7 @@ def test_update_changes_only_what_changed(transactional_db, tmp_path: Path) -> N
         (('starts_at = "2026-11-01T00:00:00Z"', 'starts_at = "2026-11-01"'), "seasons[0].starts_at"),
         (('mode = "best"', 'mode = "total"\nmax_total = 99999999'), "boards[0].max_total"),
         (('mode = "best"', 'mode = "latest"\nmax_total = 1000'), "boards[0].max_total"),
+        (('mode = "best"', 'mode = "best"\nmin_total = -5'), "boards[0].min_total"),
         (('mode = "best"', 'mode = "newest"'), "boards[0].mode"),
         (
             ('mode = "best"\nwindows = ["all", "daily"', 'mode = "latest"\nwindows = ["last7d", "all", "daily"'),
@@ -125,6 +126,36 @@ def test_allowed_origins_are_stored_as_browsers_send_them(transactional_db, tmp_
     assert "unchanged" in apply(tmp_path, text)
     assert "allowed_origins" in apply(tmp_path, CONTRACT_EXAMPLE)  # removed from the file: removed
     assert Game.objects.get(slug="chess").allowed_origins == []
+
+
+SPENT = CONTRACT_EXAMPLE.replace('mode = "best"', 'mode = "total"').replace("min_score = 0", "min_score = -500")
+
+
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        ("min_total = 5", "boards[0].min_total"),  # a total starts at 0: its floor is at most 0
+        ('min_total = "low"', "boards[0].min_total"),
+        ("max_total = 16777216\nmin_total = -1", "boards[0].max_total"),  # the span from the floor must fit
+    ],
+)
+def test_totals_that_subtract_are_checked_naming_the_key(transactional_db, tmp_path: Path, extra, key) -> None:
+    with pytest.raises(CommandError) as err:
+        apply(tmp_path, SPENT.replace('rank_display = "unique"', f'rank_display = "unique"\n{extra}'))
+    assert key in str(err.value)
+    with pytest.raises(CommandError) as err:
+        apply(tmp_path, SPENT.replace('"monthly", "season"]', '"monthly", "season", "last7d"]'))
+    assert "boards[0].windows" in str(err.value)
+    assert not Game.objects.exists()
+
+
+def test_a_total_that_subtracts_applies_with_its_floor(transactional_db, tmp_path: Path) -> None:
+    apply(tmp_path, SPENT.replace('rank_display = "unique"', 'rank_display = "unique"\nmin_total = -100'))
+    board = Board.objects.get(slug="rating")
+    assert (board.mode, board.min_score, board.min_total) == ("total", -500, -100)
+    assert "unchanged" in apply(
+        tmp_path, SPENT.replace('rank_display = "unique"', 'rank_display = "unique"\nmin_total = -100')
+    )
 
 
 def test_bit_budget_refusal_says_why(transactional_db, tmp_path: Path) -> None:

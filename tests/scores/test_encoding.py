@@ -16,15 +16,28 @@ class B:
     min_score: int = 0
     max_score: int = 10_000_000
     max_total: int | None = None
+    min_total: int | None = None
 
 
 instants = st.datetimes(min_value=datetime(2025, 1, 1), max_value=datetime(2041, 12, 31), timezones=st.just(UTC))
 
 
-@given(st.sampled_from([B(), B(order="asc", min_score=-500, max_score=16_000_000), B(mode="total")]), st.data())
+BOARDS = [
+    B(),
+    B(order="asc", min_score=-500, max_score=16_000_000),
+    B(mode="total"),
+    B(mode="latest", min_score=-100, max_score=100),
+    B(mode="total", min_score=-50, max_score=50, min_total=-1000),
+]
+
+
+@given(st.sampled_from(BOARDS), st.data())
 def test_encoding_orders_by_value_then_earlier_time(board, data) -> None:
-    hi = board.max_score if board.mode == "best" else encoding.default_max_total()
-    a_val, b_val = (data.draw(st.integers(board.min_score, hi)) for _ in range(2))
+    if board.mode == "total":
+        lo, hi = encoding.min_total(board), encoding.max_total(board)
+    else:
+        lo, hi = board.min_score, board.max_score
+    a_val, b_val = (data.draw(st.integers(lo, hi)) for _ in range(2))
     a_at, b_at = data.draw(instants), data.draw(instants)
     a, b = encoding.encode(board, a_val, a_at), encoding.encode(board, b_val, b_at)
     assert 0 <= a < 2**53 and float(a) == a  # exact as a Redis double
@@ -59,3 +72,14 @@ def test_totals_saturate_at_max_total() -> None:
     at = datetime(2026, 1, 1, tzinfo=UTC)
     assert encoding.encode(board, 150, at) == encoding.encode(board, 100, at)
     assert encoding.decode_value(board, encoding.encode(board, 150, at)) == 100
+
+
+def test_a_total_with_a_floor_spends_its_budget_from_the_floor() -> None:
+    board = B(mode="total", min_score=-5, min_total=-100)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    assert encoding.encode(board, -100, at) >> encoding.TIME_BITS == 0
+    assert encoding.encode(board, -500, at) == encoding.encode(board, -100, at)  # below the floor: the floor
+    assert encoding.max_total(board) == -100 + 2**24 - 1
+    assert encoding.budget_problem(board) is None
+    problem = encoding.budget_problem(B(mode="total", min_score=-5, min_total=-100, max_total=2**24 - 100))
+    assert problem and "max_total - min_total + 1" in problem

@@ -162,7 +162,7 @@ def test_unknown_key_is_401(server: SignedClient) -> None:
 
 
 def test_tampered_body_is_401(server: SignedClient) -> None:
-    from scores.auth import sign
+    from leaderboard_client.signing import sign
 
     signed = json.dumps(a_match()).encode()
     sent = json.dumps(a_match(results=[{"player": "p42", "board": "rating", "score": 9999999}])).encode()
@@ -172,7 +172,7 @@ def test_tampered_body_is_401(server: SignedClient) -> None:
 
 @pytest.mark.parametrize("skew", [-301, 301])
 def test_stale_or_future_signature_is_401(server: SignedClient, skew: int) -> None:
-    from scores.auth import sign
+    from leaderboard_client.signing import sign
 
     body = json.dumps(a_match()).encode()
     t = int(datetime.now(UTC).timestamp()) + skew
@@ -181,7 +181,7 @@ def test_stale_or_future_signature_is_401(server: SignedClient, skew: int) -> No
 
 
 def test_signature_covers_the_query_string(server: SignedClient) -> None:
-    from scores.auth import sign
+    from leaderboard_client.signing import sign
 
     body = json.dumps(a_match()).encode()
     headers = {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "POST", URL, body)}

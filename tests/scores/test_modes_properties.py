@@ -1,4 +1,5 @@
-"""Property: boards whose values may fall (latest; docs/encoding.md, "Values that fall") end,
+"""Property: boards whose values may fall (latest; totals whose results subtract, clamped at
+their floor: docs/encoding.md, "Values that fall") end,
 after any interleaving of submissions (retries, duplicates, batches, results older than the
 value they meet), projector batches, crashes before a commit and between the commit and the
 Redis write, voids and full rebuilds, with Postgres and Redis holding exactly what the
@@ -29,6 +30,8 @@ from tests.scores.test_projector_properties import SEASON
 BOARDS = [
     RefBoard("elo", "desc", "latest", 0, 5),
     RefBoard("lap", "asc", "latest", 10, 15),
+    RefBoard("gold", "desc", "total", -4, 3),  # spent: never below 0
+    RefBoard("debt", "desc", "total", -3, 2, min_total=-4),
 ]
 # ties on ended_at (the match_id decides), seconds shared by different instants, a day boundary
 MOMENTS = ["2026-11-01T00:00:00+00:00", "2026-11-01T00:00:00.500+00:00", "2026-11-01T00:00:01+00:00",
@@ -109,10 +112,20 @@ def _without_redis_write(max_matches: int) -> None:
 )
 # a fall across two batches: ZADD GT would keep the old value
 @example(ops=[("one", _one("m0", MOMENTS[0], 5)), ("project", 4), ("one", _one("m1", MOMENTS[2], 1)), ("project", 4)])
+# a total spent to its floor, then an earlier gain arriving late: clamped in the order played
+@example(
+    ops=[
+        ("one", _one("m1", MOMENTS[2], -4, "gold")),
+        ("project", 4),
+        ("one", _one("m0", MOMENTS[0], 3, "gold")),
+        ("project", 4),
+        ("one", _one("m2", MOMENTS[3], 1, "gold")),
+    ]
+)
 # equal ended_at: the larger match_id byte order is the latest, in one batch and across two
 @example(ops=[("one", _one("m1", MOMENTS[0], 4)), ("one", _one("M1", MOMENTS[0], 2)), ("project", 4)])
 @example(ops=[("one", _one("M1", MOMENTS[0], 2)), ("project", 4), ("one", _one("m1", MOMENTS[0], 4)), ("rebuild", 0)])
-def test_latest_boards_under_any_interleaving_match_the_reference(world, ops) -> None:
+def test_boards_that_fall_under_any_interleaving_match_the_reference(world, ops) -> None:
     game, server = world
     reset_results()
     answers = Reference({b.slug: b for b in BOARDS}, "UTC", [SEASON])

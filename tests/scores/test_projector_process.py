@@ -4,14 +4,9 @@ totals included, and /healthz says when no projector runs."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
 from django.conf import settings
 from django.db import connection
 from django.test import Client
@@ -23,51 +18,10 @@ from scores.projection import pending_lag
 from scores.selectors import cached_board
 from tests.conftest import SignedClient
 from tests.polling import until
+from tests.scores.conftest import APP_NAME
 
 REPO = Path(__file__).resolve().parents[2]
-APP_NAME = "leaderboard-projector-under-test"
 BATCHES, PER_BATCH, PLAYERS = 12, 1000, 50
-
-
-@pytest.fixture
-def projector_process(transactional_db, settings) -> Iterator[Callable[[], subprocess.Popen]]:
-    """Starts `manage.py projector` against the test database and Redis (PGAPPNAME names its
-    connections, so the test can see them in pg_stat_activity)."""
-    settings.PROJECTOR_INLINE = False
-    db = settings.DATABASES["default"]
-    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "REDIS_URL": settings.REDIS_URL,
-        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
-        "PROJECTOR_INLINE": "0",
-        "PGAPPNAME": APP_NAME,
-        "SECRET_KEY": settings.SECRET_KEY,
-        "SERVER_KEY_PEPPER": settings.SERVER_KEY_PEPPER,
-    }
-    started: list[subprocess.Popen] = []
-
-    def start() -> subprocess.Popen:
-        proc = subprocess.Popen(
-            [sys.executable, "manage.py", "projector", "--idle-seconds", "0.2"],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def _projector_writing() -> bool:

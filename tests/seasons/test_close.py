@@ -172,15 +172,23 @@ def test_admin_exports_standings_as_csv(day) -> None:
 
 
 def test_closed_windows_expire_from_redis_after_their_retention(server: SignedClient, game) -> None:
+    """Expiry is absolute (EXPIREAT): the match is an hour old, not on a fixed date, or the
+    calendar would overtake the expected expiry and Redis drop the key on write."""
     game.retention_periods = 1
     game.save()
     config_cache_clear()
-    submit(server, "x", [{"player": "a", "board": "rating", "score": 5}], at="2026-11-27T10:00:00Z")
+    at = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    submit(server, "x", [{"player": "a", "board": "rating", "score": 5}], at=at.isoformat())
     board = cached_board("chess", board_slug="rating")
     r = get_redis()
-    daily_ttl = r.expiretime(keys.board_key(board.id, "daily:2026-11-27"))
-    # the next day stays readable through one more day, plus the close grace
-    assert daily_ttl == int(datetime(2026, 11, 29, 0, 5, tzinfo=UTC).timestamp()) or daily_ttl == -2
+    day = at.date()
+    next_midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+    grace = timedelta(seconds=300)
+    # a day's set stays readable through one more day, plus the close grace
+    daily = r.expiretime(keys.board_key(board.id, f"daily:{day.isoformat()}"))
+    assert daily == int((next_midnight + timedelta(days=1) + grace).timestamp())
     assert r.ttl(keys.board_key(board.id, "all")) == -1
-    weekly = r.expiretime(keys.board_key(board.id, "weekly:2026-W48"))
-    assert weekly == int(datetime(2026, 12, 7, 0, 5, tzinfo=UTC).timestamp())  # W48 ends Nov 30, + 1 week
+    year, week, weekday = day.isocalendar()
+    week_end = next_midnight + timedelta(days=7 - weekday)
+    weekly = r.expiretime(keys.board_key(board.id, f"weekly:{year}-W{week:02d}"))
+    assert weekly == int((week_end + timedelta(days=7) + grace).timestamp())  # + one week

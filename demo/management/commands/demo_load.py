@@ -22,6 +22,8 @@ class Command(BaseCommand):
             raise CommandError("--players and --matches must not be negative")
         if demo.demo_loaded():
             self.stdout.write("demo data already loaded")
+            for slug in demo.demo_seasons_current():
+                self.stdout.write(f"the demo's last season had ended: created season {slug}")
             self._heal_redis()
             made = demo.demo_accounts_heal()
             if made:

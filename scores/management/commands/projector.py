@@ -8,6 +8,7 @@ import logging
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scores.projection.batch import MAX_MATCHES
 from scores.projection.runner import Projector, parse_lanes
 
 
@@ -27,13 +28,31 @@ class Command(BaseCommand):
             help="with nothing notified, look for pending matches this often (default 1)",
         )
 
+        parser.add_argument(
+            "--max-matches",
+            type=int,
+            default=MAX_MATCHES,
+            help=f"matches one batch claims at most (default {MAX_MATCHES})",
+        )
+        parser.add_argument(
+            "--pause-ms",
+            type=float,
+            default=0.0,
+            help="pause this long after every batch: a deliberately slow projector, for overload drills (default 0)",
+        )
+
     def handle(self, *args: object, **options: object) -> None:
         try:
             lanes = parse_lanes(str(options["lanes"]))
         except ValueError as exc:
             raise CommandError(f"--lanes: {exc}") from None
         logging.getLogger("scores.projection").setLevel(logging.INFO)
-        projector = Projector(lanes=lanes, idle_seconds=float(options["idle_seconds"]))
+        projector = Projector(
+            lanes=lanes,
+            idle_seconds=float(options["idle_seconds"]),
+            max_matches=int(options["max_matches"]),
+            pause_seconds=float(options["pause_ms"]) / 1000,
+        )
         projector.install_signal_handlers()
         totals = projector.run()
         self.stdout.write(f"projector stopped: {totals.matches} matches, {totals.results} results applied")

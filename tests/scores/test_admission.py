@@ -1,0 +1,165 @@
+"""Admission control (contract 13.2, scores/admission.py): while the boards are too far behind,
+a submission is answered 503 `overloaded` with Retry-After and nothing of it is stored; what
+was acknowledged keeps the 1 s promise of section 4.
+
+Admission control is off in the test settings (other tests build backlogs on purpose); these
+tests turn it on."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from boards import index
+from scores import admission
+from scores.models import Board, Match, Player
+from scores.projection import pending_lag
+from tests.conftest import SignedClient, set_keys
+from tests.polling import until
+
+URL = "/api/v1/games/chess/matches"
+
+
+def a_match(match_id: str, player: str, score: int = 7) -> dict:
+    return {
+        "match_id": match_id,
+        "ended_at": "2026-11-29T18:59:58Z",
+        "results": [{"player": player, "board": "points", "score": score}],
+    }
+
+
+@pytest.fixture
+def admission_on(settings):
+    settings.PROJECTOR_INLINE = False  # the backlog is the projector's: nothing applies it in-request
+    settings.ADMISSION_MAX_LAG_MS = 300
+    settings.ADMISSION_MAX_PENDING = 5000
+    settings.ADMISSION_REFRESH_MS = 50
+    admission.backlog_forget()
+    yield settings
+    admission.backlog_forget()
+
+
+def assert_overloaded(response) -> None:
+    assert response.status_code == 503, response.content
+    assert response.json()["error"]["code"] == "overloaded"
+    assert response.json()["error"]["message"]
+    assert int(response["Retry-After"]) >= 1
+
+
+def _refused_total() -> float:
+    body = Client().get("/metrics").content.decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in body.splitlines()
+        if line.startswith("leaderboard_ingest_refused_total{")
+    )
+
+
+def test_with_no_projector_the_backlog_ages_and_submissions_are_refused_unstored(
+    server: SignedClient, game, admission_on
+) -> None:
+    assert server.post(URL, a_match("m-first", "p1")).status_code == 201  # nothing waits yet
+    until(lambda: admission.backlog_read().oldest_seconds > 0.3, "the pending row older than the bound", every=0.02)
+    refused_before = _refused_total()
+
+    assert_overloaded(server.post(URL, a_match("m-single", "p2")))
+    assert_overloaded(server.post(URL + "/batch", {"matches": [a_match("m-b1", "p3"), a_match("m-b2", "p4")]}))
+
+    assert set(Match.objects.values_list("match_id", flat=True)) == {"m-first"}
+    assert not Player.objects.filter(external_id__in=["p2", "p3", "p4"]).exists()
+    assert pending_lag()[0] == 1
+    assert _refused_total() == refused_before + 2
+
+
+def test_too_many_matches_waiting_are_refused_however_young(server: SignedClient, game, admission_on) -> None:
+    admission_on.ADMISSION_MAX_LAG_MS = 60_000
+    admission_on.ADMISSION_MAX_PENDING = 3
+    response = server.post(URL + "/batch", {"matches": [a_match(f"m{i}", f"p{i}") for i in range(4)]})
+    assert response.status_code == 200
+    admission.backlog_forget()
+    assert_overloaded(server.post(URL, a_match("m-late", "p9")))
+    assert not Match.objects.filter(match_id="m-late").exists()
+
+
+def test_the_backlog_is_read_once_per_refresh_interval_not_per_request(
+    server: SignedClient, game, admission_on
+) -> None:
+    admission_on.ADMISSION_REFRESH_MS = 60_000
+    with CaptureQueriesContext(connection) as first:
+        assert server.post(URL, a_match("m1", "p1")).status_code == 201
+    with CaptureQueriesContext(connection) as second:
+        assert server.post(URL, a_match("m2", "p2")).status_code == 201
+    reads = [q["sql"] for q in first.captured_queries if "FROM scores_pending ORDER BY id" in q["sql"]]
+    assert len(reads) == 1
+    assert [q for q in second.captured_queries if "FROM scores_pending ORDER BY id" in q["sql"]] == []
+
+
+def test_admission_off_never_refuses(server: SignedClient, game, admission_on) -> None:
+    admission_on.ADMISSION_MAX_LAG_MS = 0
+    admission_on.ADMISSION_MAX_PENDING = 0
+    server.post(URL, a_match("m1", "p1"))
+    assert server.post(URL, a_match("m2", "p2")).status_code == 201
+
+
+class _BoardWatch(threading.Thread):
+    """Reads the board's sorted sets every few milliseconds and notes when each member first
+    shows (Redis only: the thread needs no database connection)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.keys = keys
+        self.first_seen: dict[int, float] = {}
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        r = index.index()
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            for key in self.keys:
+                for member in r.zrange(key, 0, -1):
+                    self.first_seen.setdefault(int(member), now)
+            self.stopping.wait(0.005)
+
+
+def test_overload_every_acknowledged_result_is_visible_within_a_second(
+    server: SignedClient, game, admission_on, projector_process
+) -> None:
+    """Ingest faster than the projector applies: the projector is slowed on purpose (batches of
+    5 matches, a 100 ms pause after each: ~50 matches/s), this test submits one match after
+    another as fast as one client can (hundreds a second in process)."""
+    admission_on.ADMISSION_MAX_PENDING = 5  # one batch of this projector
+    projector_process("--max-matches", "5", "--pause-ms", "100")
+    until(lambda: Client().get("/healthz").json().get("projector") == "ok", "the projector owning its lanes")
+    watch = _BoardWatch(set_keys(Board.objects.get(game=game, slug="points").pk, "all"))
+    watch.start()
+    acked: dict[str, float] = {}  # player -> when its 2xx arrived
+    refused: list[str] = []
+    deadline = time.monotonic() + 60
+    i = 0
+    try:
+        while (len(refused) < 50 or len(acked) < 50) and time.monotonic() < deadline:
+            player = f"p{i}"
+            response = server.post(URL, a_match(f"m{i}", player))
+            if response.status_code == 503:
+                assert_overloaded(response)
+                refused.append(player)
+            else:
+                assert response.status_code == 201, response.content
+                acked[player] = time.monotonic()
+            i += 1
+        assert len(refused) >= 50 and len(acked) >= 50, (len(refused), len(acked))
+        pks = dict(Player.objects.filter(external_id__in=list(acked)).values_list("external_id", "pk"))
+        until(lambda: all(pks[p] in watch.first_seen for p in acked), "every acknowledged result on the board")
+    finally:
+        watch.stopping.set()
+        watch.join()
+    late = {p: round(watch.first_seen[pks[p]] - at, 3) for p, at in acked.items() if watch.first_seen[pks[p]] - at > 1}
+    assert late == {}
+    # nothing refused is stored
+    assert not Match.objects.filter(match_id__in=[f"m{p[1:]}" for p in refused]).exists()
+    assert not Player.objects.filter(external_id__in=refused).exists()
