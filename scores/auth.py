@@ -61,7 +61,8 @@ def _parse_signature(header: str) -> tuple[int, str]:
 
 def _signed_path(request: Request) -> str:
     raw = request.META.get("RAW_URI")  # gunicorn keeps the path exactly as sent
-    return raw if raw else request._request.get_full_path()
+    # a DRF Request, or Django's own (the thin submission path, scores/api/matches.py)
+    return raw if raw else getattr(request, "_request", request).get_full_path()
 
 
 # --- server keys, cached per process -------------------------------------------------------

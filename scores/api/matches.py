@@ -8,9 +8,12 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,9 +24,12 @@ from leaderboard_project.errors import (
     error_body,
     flatten_detail,
 )
+from leaderboard_project.parsers import MAX_JSON_DEPTH, json_depth_exceeds
 from scores import ids, ingest
 from scores.api.common import SUBMIT_ERRORS, ExactIdField, ServerApiView
+from scores.auth import ServerKeyAuthentication
 from scores.ids import MATCH_ID_RE, PLAYER_RE, SLUG_RE
+from scores.models import ServerKey
 
 MAX_METADATA_BYTES = 1024
 MAX_BATCH = 1000
@@ -210,7 +216,75 @@ class BatchOutSerializer(serializers.Serializer):
     results = BatchItemOutSerializer(many=True)
 
 
+# --- the thin request ------------------------------------------------------------------------
+# A single submission that is plainly valid, signed by a key of the game with the submit scope,
+# and sent as JSON is answered without DRF's request, parser, negotiation and renderer: orjson
+# decodes the body, the plain check above builds the match, orjson encodes the answer (about a
+# third of the web tier's CPU per single submission went to that machinery, docs/BENCHMARKS.md).
+# Anything else (a body orjson refuses or the plain check cannot vouch for, a failed signature, a
+# revoked key, another Content-Type or Accept) goes the DRF way, which decides and words the
+# answer as before; the thin path has no side effect before it commits to answering, so handing
+# over is always safe. tests/scores/test_thin_request.py holds the two paths' answers equal.
+
+_THIN_CONTENT_TYPES = frozenset(
+    {"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"}
+)
+_THIN_ACCEPTS = frozenset({"", "*/*", "application/json"})
+_ALLOW = "POST, OPTIONS"  # what DRF's APIView answers in Allow for this view
+_authentication = ServerKeyAuthentication()
+
+
+def _json_response(body: dict[str, Any], status_code: int, retry_after: int | None = None) -> HttpResponse:
+    response = HttpResponse(orjson.dumps(body), content_type="application/json", status=status_code)
+    response.data = body  # what monitoring.metrics reads from DRF's Response, too
+    response["Allow"] = _ALLOW
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _thin_match(request: HttpRequest, game: str) -> tuple[ServerKey, ingest.MatchIn] | None:
+    """The key and the match when the thin path may answer, else None (DRF's path then)."""
+    meta = request.META
+    if (
+        request.method != "POST"
+        or meta.get("CONTENT_TYPE", "").lower() not in _THIN_CONTENT_TYPES
+        or meta.get("HTTP_ACCEPT", "") not in _THIN_ACCEPTS
+    ):
+        return None
+    try:
+        authenticated = _authentication.authenticate(request)  # type: ignore[arg-type]
+    except APIException:
+        return None
+    if authenticated is None:
+        return None
+    key = authenticated[1]
+    if key.game.slug != game or "submit" not in key.scopes:
+        return None
+    try:
+        raw = orjson.loads(request.body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(raw) is not dict or json_depth_exceeds(raw, MAX_JSON_DEPTH):
+        return None
+    match = _fast_match(raw)
+    return None if match is None else (key, match)
+
+
 class MatchSubmitApi(ServerApiView):
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        thin = _thin_match(request, kwargs.get("game", ""))
+        if thin is None:
+            return super().dispatch(request, *args, **kwargs)
+        key, match = thin
+        self.args, self.kwargs = args, kwargs
+        try:
+            outcome = ingest.match_submit(game=self.game(), server_key=key, match=match)
+        except ApiError as exc:
+            return _json_response(error_body(exc.code, exc.message), exc.status_code, getattr(exc, "wait", None))
+        body = _item(outcome.match_id, outcome.status, outcome.duplicate, None, outcome.missed_windows)
+        return _json_response(body, 200 if outcome.duplicate else 201)
+
     @extend_schema(
         operation_id="matches_submit",
         summary="Submit one match's results (idempotent by match_id)",
