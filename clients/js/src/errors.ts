@@ -38,6 +38,8 @@ export class Unauthorized extends ApiError { static override status = 401; stati
 export class Forbidden extends ApiError { static override status = 403; static override code = "forbidden"; }
 export class NotFound extends ApiError { static override status = 404; static override code = "not_found"; }
 export class MethodNotAllowed extends ApiError { static override status = 405; static override code = "method_not_allowed"; }
+export class NotAcceptable extends ApiError { static override status = 406; static override code = "not_acceptable"; }
+export class UnsupportedMediaType extends ApiError { static override status = 415; static override code = "unsupported_media_type"; }
 export class Conflict extends ApiError { static override status = 409; static override code = "conflict"; }
 export class PayloadTooLarge extends ApiError { static override status = 413; static override code = "payload_too_large"; }
 export class RateLimited extends ApiError { static override status = 429; static override code = "rate_limited"; }
@@ -76,8 +78,8 @@ export class Overloaded extends ServiceUnavailable { static override code = "ove
 export class DatabaseUnavailable extends ServiceUnavailable { static override code = "database_unavailable"; }
 
 const STATUS_CLASSES: (typeof ApiError)[] = [
-  BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, Conflict, PayloadTooLarge, RateLimited,
-  ServerError, ServiceUnavailable,
+  BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, NotAcceptable, Conflict, PayloadTooLarge,
+  UnsupportedMediaType, RateLimited, ServerError, ServiceUnavailable,
 ];
 const CODE_CLASSES: (typeof ApiError)[] = [
   InvalidJson, InvalidBody, InvalidMatch, InvalidMatchId, InvalidPlayer, EndedAtInFuture, ScoreOutOfBounds,
