@@ -360,12 +360,6 @@ PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
 ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "500"))
 ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "2500"))
 ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "100"))
-# Group commit (scores/ingest/gather.py): single submissions a process serves at once, arriving
-# within INGEST_GATHER_MS (0: off, each stored alone), stored by one statement and one commit, at
-# most INGEST_GATHER_MAX together (default WEB_THREADS: once every thread of the process waits,
-# nobody else can join). Only useful with WEB_THREADS > 1.
-INGEST_GATHER_MS = float(os.environ.get("INGEST_GATHER_MS", "0"))
-INGEST_GATHER_MAX = int(os.environ.get("INGEST_GATHER_MAX") or os.environ.get("WEB_THREADS") or "64")
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (

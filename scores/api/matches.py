@@ -279,7 +279,7 @@ class MatchSubmitApi(ServerApiView):
         key, match = thin
         self.args, self.kwargs = args, kwargs
         try:
-            outcome = ingest.match_submit_gathered(game=self.game(), server_key=key, match=match)
+            outcome = ingest.match_submit(game=self.game(), server_key=key, match=match)
         except ApiError as exc:
             return _json_response(error_body(exc.code, exc.message), exc.status_code, getattr(exc, "wait", None))
         body = _item(outcome.match_id, outcome.status, outcome.duplicate, None, outcome.missed_windows)
@@ -297,7 +297,7 @@ class MatchSubmitApi(ServerApiView):
             serializer = MatchInSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             match = serializer.to_match()
-        outcome = ingest.match_submit_gathered(game=self.game(), server_key=request.auth, match=match)
+        outcome = ingest.match_submit(game=self.game(), server_key=request.auth, match=match)
         # the same keys, in the same order, as MatchOutSerializer (the documented schema) renders
         body = _item(outcome.match_id, outcome.status, outcome.duplicate, None, outcome.missed_windows)
         return Response(body, status=status.HTTP_200_OK if outcome.duplicate else status.HTTP_201_CREATED)

@@ -27,7 +27,6 @@ match is, and how it is refused).
 """
 
 from scores.ingest.checks import NewMatches, SubmissionChecks, Verdict, submission_checks_register
-from scores.ingest.gather import match_submit_gathered
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, ResultIn, RuleRejected
 from scores.ingest.submit import match_submit, matches_submit
 
@@ -42,7 +41,6 @@ __all__ = [
     "SubmissionChecks",
     "Verdict",
     "match_submit",
-    "match_submit_gathered",
     "matches_submit",
     "submission_checks_register",
 ]
