@@ -24,7 +24,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SERVICES := $(VENV_PY) scripts/services.py
 
-.PHONY: run test manage lint bench faults clean-local venv browser axe
+.PHONY: run test manage lint bench faults clean-local venv browser axe jsclient
 .DEFAULT_GOAL := run
 
 venv: $(STAMP)
@@ -55,7 +55,7 @@ $(STAMP): requirements.txt | $(VENV)/bin/pip
 run: venv
 	$(VENV_PY) scripts/run.py
 
-test: venv browser axe
+test: venv browser axe jsclient
 	@if [ -x $(VENV)/bin/ruff ]; then echo "==> ruff check ."; $(VENV)/bin/ruff check .; fi
 	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -88,6 +88,16 @@ axe:
 	else \
 	  echo "error: the accessibility test needs npm to install axe-core: sudo apt-get install npm" >&2; \
 	  exit 1; \
+	fi
+
+# The JavaScript client's dev dependencies (TypeScript), from clients/js/package-lock.json (after axe, which
+# installs npm where it is missing).
+JSCLIENT := clients/js/node_modules/typescript
+jsclient: axe
+	@if [ -f $(JSCLIENT)/package.json ]; then :; \
+	else \
+	  echo "==> installing the JavaScript client's dev dependencies with npm (for its tests)"; \
+	  npm ci --prefix clients/js --no-audit --no-fund -q || { echo "error: npm ci in clients/js failed" >&2; exit 1; }; \
 	fi
 
 # Not echoed: stdout is the command's own (`make manage ARGS="create_server_key ..." | jq .secret`).

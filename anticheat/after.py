@@ -84,9 +84,11 @@ def recent_window(now: datetime) -> datetime:
 
 def matches_check(*, match_pks: Sequence[int]) -> int:
     """The heavier checks (ASYNC_RULES) on accepted matches; holds what they find. Returns how
-    many matches were held. Matches voided or held meanwhile are skipped."""
+    many matches were held. Matches voided or held meanwhile are skipped, and so is every match
+    a person decided (approved): the hold itself is conditional on that too, for a decision
+    taken while the check runs."""
     rows = list(
-        Match.objects.filter(pk__in=match_pks, status=Match.Status.ACCEPTED).values_list(
+        Match.objects.filter(pk__in=match_pks, status=Match.Status.ACCEPTED, decided_at__isnull=True).values_list(
             "pk",
             "match_id",
             "game_id",

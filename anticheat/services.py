@@ -115,7 +115,10 @@ def matches_void(
         raise ValueError("a reason is required")
     with transaction.atomic():
         moved = recompute.matches_status_set(
-            match_pks, to=Match.Status.VOIDED, allowed=[Match.Status.ACCEPTED, Match.Status.HELD]
+            match_pks,
+            to=Match.Status.VOIDED,
+            allowed=[Match.Status.ACCEPTED, Match.Status.HELD],
+            decided_by=actor.label,
         )
         pks = [pk for pk, _ in moved]
         counted = [pk for pk, before in moved if before == Match.Status.ACCEPTED]
@@ -213,14 +216,20 @@ def matches_void_by_server_key(
 
 def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
     """Apply a held match exactly as ingest would have, and clear its flags. Approving an
-    accepted match only clears its flags; a voided one is a conflict (409)."""
+    accepted match only clears its flags (it counts already: nothing is applied twice); a
+    voided one is a conflict (409). Either way the match is the approver's decision from now
+    on: no automatic check holds it again (docs/moderation.md, "Moderators have the last word")."""
     with transaction.atomic():
-        moved = recompute.matches_status_set([match.pk], to=Match.Status.ACCEPTED, allowed=[Match.Status.HELD])
+        moved = recompute.matches_status_set(
+            [match.pk],
+            to=Match.Status.ACCEPTED,
+            allowed=[Match.Status.HELD, Match.Status.ACCEPTED],
+            decided_by=actor.label,
+        )
         if not moved:
-            status = Match.objects.filter(pk=match.pk).values_list("status", flat=True).first()
-            if status == Match.Status.VOIDED:
-                raise MatchVoided(f"match {match.match_id!r} was voided; a voided match cannot be approved")
-        else:
+            raise MatchVoided(f"match {match.match_id!r} was voided; a voided match cannot be approved")
+        previous = moved[0][1]
+        if previous == Match.Status.HELD:
             recompute.matches_count(game_config(match.game), match_pks=[match.pk])
         _flags_resolve([match.pk])
         _audit(
@@ -230,7 +239,7 @@ def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
             reason or "approved",
             match_id=match.pk,
             match_ref=match.match_id,
-            details={"previous_status": moved[0][1] if moved else Match.Status.ACCEPTED},
+            details={"previous_status": previous},
         ).save()
     match.refresh_from_db(fields=["status"])
     return match
@@ -239,9 +248,12 @@ def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
 def match_hold(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
     """Hold an accepted match after the fact: its values are recomputed without it (its board
     entries go down or away) until a moderator approves or voids it. False if it was not
-    accepted any more."""
+    accepted any more, or a person decided it (approved it): holds are the checks', and a
+    moderator's decision is the last word."""
     with transaction.atomic():
-        moved = recompute.matches_status_set([match.pk], to=Match.Status.HELD, allowed=[Match.Status.ACCEPTED])
+        moved = recompute.matches_status_set(
+            [match.pk], to=Match.Status.HELD, allowed=[Match.Status.ACCEPTED], undecided_only=True
+        )
         if not moved:
             return False
         recompute.matches_counted_since_arrival([match.pk])
@@ -250,10 +262,14 @@ def match_hold(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
     return True
 
 
-def match_flag(*, match: Match, verdict: Verdict, actor: Actor) -> None:
-    """Put an accepted match in the review queue without taking it off the boards."""
+def match_flag(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
+    """Put an accepted match in the review queue without taking it off the boards. False (and
+    nothing written) when a person decided it already."""
     with transaction.atomic():
+        if not Match.objects.select_for_update().filter(pk=match.pk, decided_at__isnull=True).exists():
+            return False
         _flag_audited(match, verdict, actor, action="flag", audit=AuditEntry.Action.FLAG)
+    return True
 
 
 def _flag_audited(match: Match, verdict: Verdict, actor: Actor, *, action: str, audit: str, **details: object) -> None:

@@ -476,6 +476,7 @@ class Outcome:
     slowest_read: float = 0.0  # /top while the fault lasted, the first answer after it began excepted
     writes_back: float | None = 0.0  # from the fault to the first 2xx submission after the last failed one
     processes: dict[str, dict] | None = None  # under `make run`: the supervisor's state at the end
+    slowest_answer: float = 0.0  # of every request begun while the fault lasted, none excepted
 
     @property
     def failed(self) -> list[str]:
@@ -490,7 +491,7 @@ class Outcome:
         return why
 
 
-def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcome:
+def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitters: int = 2) -> Outcome:
     samples: list[Sample] = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -517,7 +518,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
                 samples.append(
                     Sample(t0 - started, "submit", status, took, ok, (match_id, player, score) if ok else None)
                 )
-            stop.wait(max(0.0, 2.0 / rate - took))  # two submitters share the rate
+            stop.wait(max(0.0, submitters / rate - took))  # the submitters share the rate
 
     def reader() -> None:
         while not stop.is_set():
@@ -528,7 +529,8 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
                 samples.append(Sample(t0 - started, "top", status, time.monotonic() - t0, healthy))
             stop.wait(0.1)
 
-    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(2)] + [threading.Thread(target=reader)]
+    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(submitters)]
+    threads.append(threading.Thread(target=reader))
     for t in threads:
         t.start()
     inject_at, heal_at = seconds * 0.25, seconds * 0.6
@@ -565,6 +567,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
         back = [s for s in submits if s.healthy and s.at > failed[-1].at]
         writes_back = back[0].at + back[0].seconds - injected if back else None
     during = [s.seconds for s in samples if s.kind == "submit" and inject_at <= s.at <= heal_at]
+    every = [s.seconds for s in samples if inject_at <= s.at <= heal_at]
     # a read in flight when the fault struck pays its timeout once; the breaker answers the rest
     reads = sorted((s for s in samples if s.kind == "top" and inject_at <= s.at <= heal_at), key=lambda s: s.at)
     return Outcome(
@@ -578,6 +581,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float) -> Outcom
         recovery=recovery,
         slowest_read=max((r.seconds for r in reads[1:]), default=0.0),
         writes_back=writes_back,
+        slowest_answer=max(every, default=0.0),
         processes=stack.processes() if stack.supervisor is not None else None,
     )
 
@@ -618,14 +622,15 @@ def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
 def print_table(outcomes: list[Outcome]) -> None:
     print(
         f"{'fault':<18} {'tried':>6} {'acked':>6} {'lost':>5} {'503':>5} {'other 5xx':>9} {'slowest submit':>15} "
-        f"{'slowest read':>13} {'writes back':>11} {'recovery':>9}"
+        f"{'slowest read':>13} {'slowest answer':>15} {'writes back':>11} {'recovery':>9}"
     )
     for o in outcomes:
         recovery = f"{o.recovery:.2f} s" if o.recovery is not None else "never"
         back = f"{o.writes_back:.2f} s" if o.writes_back is not None else "never"
         print(
             f"{o.fault:<18} {o.tried:>6} {o.acknowledged:>6} {o.lost:>5} {o.unavailable:>5} {o.server_errors:>9} "
-            f"{o.slowest_submit:>13.3f} s {o.slowest_read:>11.3f} s {back:>11} {recovery:>9}"
+            f"{o.slowest_submit:>13.3f} s {o.slowest_read:>11.3f} s {o.slowest_answer:>13.3f} s {back:>11} "
+            f"{recovery:>9}"
         )
     for o in outcomes:
         if o.processes is not None:
@@ -644,6 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_args(parser, "seconds", seconds=20.0)  # a fault is the scenario: the load lasts that long
     parser.add_argument("--rate", type=float, default=8.0, help="submissions per second (default 8)")
+    parser.add_argument("--submitters", type=int, default=2, help="concurrent submitting clients (default 2)")
     parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(f.name for f in FAULTS))
     args = parser.parse_args(argv)
     chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]
@@ -658,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for fault_cls in group:
                 log(f"{fault_cls.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
-                outcomes.append(run_fault(stack, fault_cls(), args.seconds, args.rate))
+                outcomes.append(run_fault(stack, fault_cls(), args.seconds, args.rate, args.submitters))
         finally:
             stack.stop()
     print_table(outcomes)

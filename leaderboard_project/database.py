@@ -3,6 +3,11 @@
 - A request that needs Postgres while it is down gets 503 with Retry-After and the contract's
   error body (DatabaseUnavailableMiddleware), within DB_POOL_TIMEOUT (0.5 s by default) of
   asking the pool for a connection, never the 30 s it used to wait.
+- Once the pool's latest attempt to connect has failed (Postgres unreachable, not merely busy), a
+  request waits at most DB_UNREACHABLE_WAIT (0.05 s) for a pooled connection instead: requests
+  queued behind one another on a web process no longer add their 0.5 s waits up past the 1 s a
+  client may wait for an answer. The pool's next successful connection (it retries every
+  RECONNECT_DELAY) ends that, and the first request after it gets the connection at once.
 - psycopg_pool retries a failed connection after 1 s, doubling each time: after a 20 s outage
   its next attempt came up to 16 s after Postgres was back (service resumed 8.1 s late).
   RECONNECT_DELAY makes it retry at a steady pace instead, so service resumes within about
@@ -15,6 +20,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -28,6 +34,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from psycopg_pool.base import AttemptWithBackoff
 
 RECONNECT_DELAY = 0.5  # seconds between the pool's attempts to reach Postgres again
+# A request's wait for a pooled connection while the pool's last connection attempt failed.
+UNREACHABLE_WAIT = float(os.environ.get("DB_UNREACHABLE_WAIT", "0.05"))
 RETRY_AFTER_SECONDS = 1
 
 
@@ -108,6 +116,30 @@ def pool_reconnect_steadily() -> None:
     AttemptWithBackoff.DELAY_BACKOFF = 1.0
     if not getattr(ConnectionPool.getconn, "within_budget", False):
         ConnectionPool.getconn = _getconn_within_budget(ConnectionPool.getconn)  # type: ignore[method-assign]
+    if not getattr(ConnectionPool._connect, "noting_reachability", False):
+        ConnectionPool._connect = _connect_noting_reachability(ConnectionPool._connect)  # type: ignore[method-assign]
+
+
+def pool_unreachable(pool: ConnectionPool) -> bool:
+    """True while the pool's latest attempt to open a connection failed."""
+    return getattr(pool, "_leaderboard_unreachable", False)
+
+
+def _connect_noting_reachability(connect: Callable[..., Any]) -> Callable[..., Any]:
+    """Every new connection of a pool (its background workers open them) records whether Postgres
+    answered: a refused or timed-out attempt marks the pool unreachable until one succeeds."""
+
+    def wrapper(pool: ConnectionPool, timeout: float | None = None) -> Any:
+        try:
+            conn = connect(pool, timeout)
+        except Exception:
+            pool._leaderboard_unreachable = True  # type: ignore[attr-defined]
+            raise
+        pool._leaderboard_unreachable = False  # type: ignore[attr-defined]
+        return conn
+
+    wrapper.noting_reachability = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 # The seconds a request may still spend waiting for pooled connections, None outside a request.
@@ -124,6 +156,8 @@ def _getconn_within_budget(getconn: Callable[..., Any]) -> Callable[..., Any]:
         wanted = pool.timeout if timeout is None else timeout
         if budget[0] <= 0:
             raise PoolTimeout("this request already spent its wait for a database connection")
+        if pool_unreachable(pool):  # a connection may still come back to the pool: a short look
+            wanted = min(wanted, UNREACHABLE_WAIT)
         started = time.monotonic()
         try:
             return getconn(pool, min(wanted, budget[0]))

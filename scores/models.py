@@ -173,6 +173,11 @@ class Match(models.Model):
     # arrival gets its approval time; one held after the fact had counted since arrival and
     # gets received_at when it is held, so its approval changes nothing. See WindowCutoff.
     counts_from = models.DateTimeField(null=True, blank=True)
+    # Set when a person (a moderator, or a server key with the moderate scope) approved or
+    # voided the match: from then on no automatic check holds or flags it again, the holds
+    # being conditional on decided_at IS NULL (docs/moderation.md, "Moderators have the last word").
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True, db_default="")  # the audit log's actor label
 
     class Meta:
         verbose_name_plural = "matches"

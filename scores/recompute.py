@@ -100,19 +100,35 @@ def frozen_of(refs: set[Ref]) -> set[tuple[int, str]]:
     return set(cutoffs_of({(b, w) for b, w, _ in refs}))
 
 
-def matches_status_set(match_pks: Sequence[int], *, to: str, allowed: Sequence[str]) -> list[tuple[int, str]]:
+def matches_status_set(
+    match_pks: Sequence[int],
+    *,
+    to: str,
+    allowed: Sequence[str],
+    decided_by: str | None = None,
+    undecided_only: bool = False,
+) -> list[tuple[int, str]]:
     """Move matches to `to` from one of `allowed`, in one conditional statement (rows locked in
-    id order); return (pk, previous status) of those that moved."""
+    id order); return (pk, previous status) of those that moved.
+
+    `decided_by`: a person decides (approve, void): the match is stamped decided_at/decided_by.
+    `undecided_only`: an automatic move (a hold by the checks) leaves every match a person
+    decided as it is, whatever its status; the condition is in the statement, so a decision
+    committed while the check ran wins (the locked row is re-read before it is updated)."""
+    decided = decided_by is not None
     with connection.cursor() as cur:
         cur.execute(
             """
-            UPDATE scores_match m SET status = %s
+            UPDATE scores_match m SET status = %s,
+                decided_at = CASE WHEN %s THEN clock_timestamp() ELSE m.decided_at END,
+                decided_by = CASE WHEN %s THEN %s ELSE m.decided_by END
             FROM (SELECT id, status FROM scores_match WHERE id = ANY(%s) AND status = ANY(%s)
+                  AND (NOT %s OR decided_at IS NULL)
                   ORDER BY id FOR UPDATE) old
             WHERE m.id = old.id
             RETURNING m.id, old.status
             """,
-            [to, sorted(match_pks), list(allowed)],
+            [to, decided, decided, (decided_by or "")[:150], sorted(match_pks), list(allowed), undecided_only],
         )
         return cur.fetchall()
 

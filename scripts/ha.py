@@ -77,7 +77,7 @@ def ensure_pg_autoctl() -> str:
     base.log(f"installing {package} with apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", package]):
-        if subprocess.run(cmd, env=env, stdout=sys.stderr).returncode != 0:
+        if subprocess.run(cmd, env=env, stdout=base.progress_sink()).returncode != 0:
             raise base.ServiceError(f"`{' '.join(cmd)}` failed; install by hand: sudo apt-get install {package}")
     found = pg_autoctl_binary()
     if found is None:

@@ -587,6 +587,15 @@ def _default(name: str, url: str, state: str) -> str | None:
     return None
 
 
+def progress_sink() -> int:
+    """The descriptor a child's progress output goes to: our stderr, keeping stdout for `env`.
+    Under pytest's capsys `sys.stderr` has no descriptor, so fall back to fd 2 itself."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 2
+
+
 def _install_or_fail(packages: list[str]) -> None:
     """(d) or (e): install the missing server packages, or say exactly what to install."""
     command = APT_HINT.format(packages=" ".join(packages))
@@ -600,8 +609,7 @@ def _install_or_fail(packages: list[str]) -> None:
     log(f"installing {' '.join(packages)} with apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", *packages]):
-        # apt's progress goes to stderr, keeping our stdout for `env`.
-        if subprocess.run(cmd, env=env, stdout=sys.stderr).returncode != 0:
+        if subprocess.run(cmd, env=env, stdout=progress_sink()).returncode != 0:
             raise ServiceError(f"`{shlex.join(cmd)}` failed; install by hand:\n    {command}")
 
 

@@ -7,7 +7,14 @@ import pytest
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bench.server import free_port
-from leaderboard_project.database import _pool_budget, connect_params, database_from_url
+from leaderboard_project.database import (
+    UNREACHABLE_WAIT,
+    _pool_budget,
+    connect_params,
+    database_from_url,
+    pool_unreachable,
+)
+from tests.polling import until
 
 
 def test_a_url_with_several_hosts_becomes_libpq_host_and_port_lists_with_its_query_as_options() -> None:
@@ -38,6 +45,31 @@ def test_a_request_waits_for_an_unreachable_database_once_not_on_every_query() -
             pool.getconn()
         with pytest.raises(PoolTimeout, match="already spent"):  # then at once
             pool.getconn()
+    finally:
+        _pool_budget.reset(token)
+        pool.close()
+
+
+def test_a_pool_that_cannot_reach_postgres_makes_requests_wait_briefly_until_it_connects_again(db) -> None:
+    """While the pool's last connection attempt failed, a request's wait is DB_UNREACHABLE_WAIT,
+    not DB_POOL_TIMEOUT (queued requests would add their waits up past 1 s); the pool's first
+    connection once Postgres answers ends that."""
+    from tests.factories import migrated_test_database_url
+
+    target = {"conninfo": f"host=127.0.0.1 port={free_port()} dbname=x connect_timeout=2"}
+    pool = ConnectionPool(lambda: target["conninfo"], min_size=1, max_size=1, timeout=0.5, open=False)
+    pool.open()
+    token = _pool_budget.set([0.5])
+    try:
+        until(lambda: pool_unreachable(pool), "the pool's first attempt failing")
+        with pytest.raises(PoolTimeout, match=f"after {UNREACHABLE_WAIT:.2f} sec"):
+            pool.getconn()
+        target["conninfo"] = migrated_test_database_url()  # Postgres is back
+        until(lambda: not pool_unreachable(pool), "the pool reconnecting on its own")
+        _pool_budget.set([0.5])
+        conn = pool.getconn()
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        pool.putconn(conn)
     finally:
         _pool_budget.reset(token)
         pool.close()

@@ -48,18 +48,23 @@ def test_void_hold_approve_match_the_reference(arena, gs, sent, ops) -> None:
         assert gs.post(f"{URL}/matches", body).status_code == 201
         bodies.append(body)
     status = {b["match_id"]: "accepted" for b in bodies}
+    decided: set[str] = set()  # approved or voided by a person: no hold moves them again
     actor = Actor("property test")
     for op, n in ops:
         match = Match.objects.select_related("game").get(match_id=f"m{n % len(bodies)}")
         if op == "void":
             matches_void(game=arena, match_pks=[match.pk], reason="test", actor=actor)
             status[match.match_id] = "voided"
+            decided.add(match.match_id)
         elif op == "hold" and status[match.match_id] == "accepted":
-            match_hold(match=match, verdict=Verdict("hold", "test", "test"), actor=actor)
-            status[match.match_id] = "held"
+            moved = match_hold(match=match, verdict=Verdict("hold", "test", "test"), actor=Actor.rules("test"))
+            assert moved == (match.match_id not in decided)
+            if moved:
+                status[match.match_id] = "held"
         elif op == "approve" and status[match.match_id] != "voided":
             match_approve(match=match, actor=actor)
             status[match.match_id] = "accepted"
+            decided.add(match.match_id)
     ref = Reference({b.slug: b for b in BOARDS}, "UTC", [SEASON])
     for body in bodies:
         if status[body["match_id"]] == "accepted":

@@ -24,6 +24,7 @@ def test_no_acknowledged_result_is_lost_when_redis_hangs_postgres_stops_or_the_p
         assert o.acknowledged > 0 and o.lost == 0 and o.server_errors == 0, o
         assert o.recovery is not None, o
     assert outcomes[1].unavailable > 0  # Postgres down: 503, not a hang
+    assert outcomes[1].slowest_answer <= 1.0, outcomes[1]  # every answer within 1 s (docs/reliability.md)
 
 
 def test_redis_killed_under_make_run_heals_with_every_process_up_and_nothing_lost(capsys) -> None:

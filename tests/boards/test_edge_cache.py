@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from email.message import Message
 
 import pytest
+from leaderboard_client.signing import sign
 
-from scores.auth import sign
 from scripts import web
 from tests.boards.conftest import URL, submit
 from tests.conftest import SignedClient

@@ -142,7 +142,6 @@ def test_player_reads_needs_credentials(ranked) -> None:
 
 
 def test_a_player_reads_themselves_and_friends_but_not_strangers(ranked) -> None:
-    assert ranked.client.put  # the server sets friends
     response = ranked.request("PUT", URL + "/players/p1/friends", {"friends": ["p2"]})
     assert response.status_code == 200 and response.json() == {"friends": ["p2"]}
     p1 = player_client("p1")

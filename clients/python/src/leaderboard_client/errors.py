@@ -73,6 +73,11 @@ class MethodNotAllowed(ApiError):
     code = "method_not_allowed"
 
 
+class NotAcceptable(ApiError):
+    status = 406
+    code = "not_acceptable"
+
+
 class Conflict(ApiError):
     status = 409
     code = "conflict"
@@ -81,6 +86,11 @@ class Conflict(ApiError):
 class PayloadTooLarge(ApiError):
     status = 413
     code = "payload_too_large"
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+    code = "unsupported_media_type"
 
 
 class RateLimited(ApiError):
@@ -238,8 +248,8 @@ def _subclasses(cls: type[ApiError]) -> list[type[ApiError]]:
 
 _STATUS_CLASSES: dict[int, type[ApiError]] = {
     c.status: c
-    for c in (BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, Conflict, PayloadTooLarge,
-              RateLimited, ServerError, ServiceUnavailable)
+    for c in (BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, NotAcceptable, Conflict,
+              PayloadTooLarge, UnsupportedMediaType, RateLimited, ServerError, ServiceUnavailable)
 }  # fmt: skip
 # every code's class; a status class's own code names it too (a 409 "conflict" is Conflict)
 ERROR_CODES: dict[str, type[ApiError]] = {c.code: c for c in _subclasses(ApiError) if c not in _STATUS_CLASSES.values()}

@@ -1,0 +1,82 @@
+// Every answer of the contract mapped to its type or error, against the real service.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import * as lb from "../src/index.js";
+import { env, past, skip, uid } from "./env.js";
+
+const client = () => new lb.Client(env.url, env.game, { keyId: env.keyId, secret: env.secret });
+
+test("a match is accepted, then a duplicate; another body is a MatchConflict", { skip }, async () => {
+  const c = client();
+  const match = lb.newMatch([{ player: `${uid()}-a`, board: "rating", score: 1450, display_name: "Alice" }], { endedAt: past() });
+  assert.deepEqual(await c.submit(match), { match_id: match.match_id, status: "accepted", duplicate: false });
+  assert.equal((await c.submit(match)).duplicate, true);
+  const other = { ...match, results: [{ ...match.results[0], score: 1451 }] };
+  await assert.rejects(c.submit(other), (e: unknown) => e instanceof lb.MatchConflict && e instanceof lb.Conflict && e.status === 409);
+});
+
+test("refused matches throw their code's error", { skip }, async () => {
+  const c = client();
+  await assert.rejects(c.submit(lb.newMatch([{ player: "x", board: "rating", score: 10_000_001 }], { endedAt: past() })),
+    (e: unknown) => e instanceof lb.ScoreOutOfBounds && e.status === 400 && e.code === "score_out_of_bounds");
+  await assert.rejects(c.submit(lb.newMatch([{ player: "x", board: "nope", score: 1 }], { endedAt: past() })),
+    (e: unknown) => e instanceof lb.UnknownBoard && e.status === 400);
+  await assert.rejects(c.submit(lb.newMatch([{ player: "x", board: "rating", score: 1 }], { endedAt: new Date(Date.now() + 3600_000) })),
+    lb.EndedAtInFuture);
+  const wrong = new lb.Client(env.url, env.game, { keyId: env.keyId, secret: "wrong" });
+  await assert.rejects(wrong.submit(lb.newMatch([{ player: "x", board: "rating", score: 1 }])), lb.Unauthorized);
+});
+
+test("a batch answers each match in order", { skip }, async () => {
+  const id = uid();
+  const good = lb.newMatch([{ player: `${id}-a`, board: "rating", score: 5 }], { endedAt: past() });
+  const bad = lb.newMatch([{ player: `${id}-b`, board: "rating", score: -1 }], { endedAt: past() });
+  const answers = await client().submitBatch([good, bad, good]);
+  assert.deepEqual(answers.map((a) => a.status), ["accepted", "rejected", "accepted"]);
+  assert.equal(answers[2].duplicate, true);
+  assert.ok(answers[1].error instanceof lb.ScoreOutOfBounds);
+});
+
+test("reads answer the contract's shapes; a token reads as its player only", { skip }, async () => {
+  const c = client();
+  const id = uid();
+  const [a, b] = [`${id}-a`, `${id}-b`];
+  await c.submit(lb.newMatch([{ player: a, board: "rating", score: 9_500_001, display_name: "Ana" }, { player: b, board: "rating", score: 9_500_000 }], { endedAt: past() }));
+  const top = await c.top("rating", { limit: 100 });
+  assert.equal(top.window, "all");
+  const mine = top.entries.filter((e) => e.player === a || e.player === b);
+  assert.deepEqual(mine.map((e) => e.player), [a, b]);
+  assert.equal(mine[0].display_name, "Ana");
+  const standing = await c.player("rating", b, { around: 1 });
+  assert.equal(standing.rank, mine[1].rank);
+  assert.equal(standing.rank_exact, true);
+  assert.deepEqual(await c.setFriends(a, [b]), [b]);
+  assert.deepEqual((await c.friends("rating", a)).entries.map((f) => [f.player, f.rank]), [[a, 1], [b, 2]]);
+  assert.ok(Array.isArray((await c.histogram("rating")).buckets));
+
+  const token = await c.playerToken(a);
+  const browser = new lb.Client(env.url, env.game);
+  assert.equal((await browser.player("rating", a, { token: token.token })).score, 9_500_001);
+  await assert.rejects(browser.player("rating", `${id}-nobody`, { token: token.token }), lb.ApiError);
+  await assert.rejects(c.player("rating", `${id}-nobody`), (e: unknown) => e instanceof lb.UnknownPlayer && e instanceof lb.NotFound);
+  await assert.rejects(c.top("rating", { window: "fortnightly" }), lb.UnknownWindow);
+  await assert.rejects(new lb.Client(env.url, "no-such-game").top("rating"), lb.UnknownGame);
+  await assert.rejects(c.standings("rating", "daily:" + new Date().toISOString().slice(0, 10)), lb.NotFrozen);
+});
+
+test("every code has its class", () => {
+  for (const [code, cls] of lb.ERROR_CODES) {
+    const e = lb.errorFor(418, code, "m");
+    assert.equal(e.constructor, cls);
+    assert.equal(e.code, code);
+  }
+  assert.ok(lb.errorFor(503, "something_new", "m") instanceof lb.ServiceUnavailable);
+});
+
+test("the signature is contract section 3's", async () => {
+  // HMAC-SHA256("s", "1.GET./p.") computed independently with node:crypto
+  const { createHmac } = await import("node:crypto");
+  const expected = createHmac("sha256", "s").update("1.GET./p.").digest("hex");
+  assert.equal(await lb.sign("s", "get", "/p", "", 1), `t=1,v1=${expected}`);
+});
