@@ -33,6 +33,7 @@ class TopQuerySerializer(serializers.Serializer):
     region = serializers.CharField(required=False)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
     offset = serializers.IntegerField(min_value=0, max_value=10_000, default=0)
+    cursor = serializers.CharField(required=False, max_length=200)
 
 
 class BoardWindowOutSerializer(serializers.Serializer):
@@ -46,6 +47,9 @@ class BoardWindowOutSerializer(serializers.Serializer):
 class TopOutSerializer(BoardWindowOutSerializer):
     total = serializers.IntegerField()
     entries = EntrySerializer(many=True)
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="top?cursor= continues after this page's last entry; null on the last page"
+    )
     degraded = serializers.BooleanField(required=False)
 
 
@@ -172,7 +176,7 @@ def parsed_query(serializer_class: type[serializers.Serializer], request: Reques
     out = dict(defaults or {})
     fast = defaults is not None
     for name, values in params.lists() if fast else ():
-        if name not in out and name != "region":
+        if name not in out and name not in ("region", "cursor"):
             continue  # ignored, as the serializer ignores unknown parameters
         if len(values) != 1 or not values[0] or values[0] != values[0].strip():
             fast = False
@@ -232,6 +236,11 @@ def _int_param(name: str, description: str) -> OpenApiParameter:
 
 LIMIT_PARAM = _int_param("limit", "entries per page")
 OFFSET_PARAM = _int_param("offset", "entries skipped before the page")
+CURSOR_PARAM = OpenApiParameter(
+    "cursor",
+    str,
+    description="a page's next_cursor: the entries after that page's last one, at any depth (instead of offset)",
+)
 AROUND_PARAM = _int_param("around", "neighbours on each side")
 
 

@@ -6,6 +6,7 @@ from django.test import Client
 from scores.models import Player
 from scores.services import player_token_issue
 from tests.conftest import SHARDS, SignedClient, member_key, set_keys, set_members, topology  # noqa: F401
+from tests.scores.conftest import projector_process  # noqa: F401 (the real projector, for the 1 s tests)
 
 URL = "/api/v1/games/chess"
 

@@ -13,7 +13,7 @@ from django.test import Client, override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boards import histogram, tasks
+from boards import histogram, index, tasks
 from boards.histogram import Bucket, Histogram, approximate_rank, histogram_build, histograms_refresh
 from boards.rolling import rolling_windows_refresh
 from rediskit import keys
@@ -243,7 +243,14 @@ def test_command_task_and_schedule(ranked) -> None:
     out = StringIO()
     call_command("refresh_histograms", "--now", "2026-11-28T13:00:00Z", stdout=out)
     assert "15 board windows, 15 rebuilt, 0 unchanged" in out.getvalue()
-    assert tasks.refresh_histograms() >= 0
+    commanded = datetime(2026, 11, 28, 13, tzinfo=UTC).timestamp()
+    # the task refreshes at its own moment: every all-time histogram, built above for 13:00 on
+    # the 28th, is stale then and rebuilt (its other windows are the current ones, new)
+    boards = list(Board.objects.all())
+    assert tasks.refresh_histograms() >= len(boards)
+    for board in boards:
+        built_at = index.index().hget(keys.histogram_key(board.id, "all"), "built_at")
+        assert float(built_at) > commanded, board.slug
     schedule = django_settings.CELERY_BEAT_SCHEDULE["boards-refresh-histograms"]
     assert (schedule["task"], schedule["schedule"]) == ("boards.tasks.refresh_histograms", 60.0)
 

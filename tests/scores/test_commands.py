@@ -52,7 +52,7 @@ def test_contract_example_applies_and_is_idempotent(transactional_db, tmp_path: 
         "desc",
         "best",
         10_000_000,
-        list(board.windows),
+        ["all", "daily", "weekly", "monthly", "season"],
     )
     assert Season.objects.get(slug="s1").ends_at.year == 2027
     snapshot = list(Board.objects.values()) + list(Game.objects.values()) + list(Season.objects.values())

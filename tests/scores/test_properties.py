@@ -128,7 +128,10 @@ def test_any_page_of_a_board_is_a_slice_of_the_full_order(world, offsets, data) 
     game, server = world
     reset_results()
     results = [{"player": f"p{i:02d}"[::-1], "board": "high", "score": o % 2} for i, o in enumerate(offsets)]
-    server.post("/api/v1/games/prop/matches", {"match_id": "m", "ended_at": MOMENTS[0].isoformat(), "results": results})
+    sent = server.post(
+        "/api/v1/games/prop/matches", {"match_id": "m", "ended_at": MOMENTS[0].isoformat(), "results": results}
+    )
+    assert sent.status_code == 201 and sent.json()["status"] == "accepted", sent.content
     board = cached_board("prop", board_slug="high")
     full = selectors.board_range(board, window="all", start=0, stop=100)
     start = data.draw(st.integers(min_value=0, max_value=len(full)))
