@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "boards",
     "anticheat",
     "seasons",
+    "competitions",  # tournaments (docs/competitions.md)
     "monitoring",
     "pages",  # the player web pages (HTML)
     "demo",  # the demo game make run loads and plays
@@ -361,7 +362,7 @@ BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"
 # older than ADMISSION_MAX_LAG_MS (0: never refuse) or more than ADMISSION_MAX_PENDING matches wait;
 # each process reads the backlog at most once per ADMISSION_REFRESH_MS.
 ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "500"))
-ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "5000"))
+ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "2500"))
 ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "100"))
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N
@@ -389,6 +390,12 @@ CELERY_BEAT_SCHEDULE = {
     # live updates held back by the one-per-second limit: a safety net for their scheduled flush
     "boards-live-flush": {"task": "boards.tasks.live_flush", "schedule": 1.0, "options": {"expires": 1.0}},
     "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
+    # settlement webhooks due (docs/competitions.md); a freeze also queues a run after its commit
+    "competitions-deliver-webhooks": {
+        "task": "competitions.tasks.deliver_webhooks",
+        "schedule": 5.0,
+        "options": {"expires": 5.0},
+    },
     # a run still queued when the next one is due is dropped (expires): slow runs never pile up
     "boards-refresh-rolling": {"task": "boards.tasks.refresh_rolling", "schedule": 60.0, "options": {"expires": 55}},
     # the index sampler (boards/healing.py): drift repaired and counted in /metrics
@@ -405,6 +412,10 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 290},
     },
 }
+# Settlement webhooks (docs/competitions.md): the base of the standings_url their events carry,
+# and how long a receiver may take to answer before the attempt counts as failed.
+PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "10"))
 # Enqueue the heavier anti-cheat checks (Celery) on every accepted match (docs/moderation.md).
 ANTICHEAT_ASYNC_CHECKS = os.environ.get("ANTICHEAT_ASYNC_CHECKS", "1") != "0"
 
