@@ -354,12 +354,15 @@ MAX_ENDED_AT_FUTURE_SECONDS = 60
 # instead, right after its commit: the test suite's default (tests see a submission's effect
 # when the request returns), and a way to run without the extra process on a tiny install.
 PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
+# A player's own rank and friends reads answered without DRF's per-request machinery
+# (boards/api/thin.py, docs/reads.md "The thin path"); 0 sends them through the DRF views.
+BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"
 # Admission control (contract 13.2, scores/admission.py, docs/operations.md): a submission is
 # refused 503 `overloaded` before anything is stored while the projector's oldest pending row is
 # older than ADMISSION_MAX_LAG_MS (0: never refuse) or more than ADMISSION_MAX_PENDING matches wait;
 # each process reads the backlog at most once per ADMISSION_REFRESH_MS.
 ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "500"))
-ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "5000"))
+ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "2500"))
 ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "100"))
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N

@@ -142,6 +142,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "min_total": bs.min_total,
                 "tournament": dict(bs.tournament) if bs.tournament is not None else None,
                 "rewards": dict(bs.rewards).get("tiers", []),
+                "league": dict(bs.league) if bs.league is not None else None,
             }
             board = existing.get(bs.slug)
             if board is None:
@@ -199,7 +200,7 @@ MAX_FRIENDS = 1000
 def player_token_issue(*, player: Player) -> tuple[str, datetime]:
     """A bearer token with which the game client reads as this player (contract section 7)."""
     expires_at = timezone.now() + timedelta(seconds=settings.PLAYER_TOKEN_TTL_SECONDS)
-    return make_player_token(player.game_id, player.pk, expires_at), expires_at
+    return make_player_token(player.game_id, player.pk, expires_at, player.external_id), expires_at
 
 
 def friends_replace(*, game: Game, player_id: str, friends: Sequence[str]) -> list[str]:

@@ -43,7 +43,7 @@ def matches_submit(
 ) -> list[MatchOutcome]:
     """Store many matches in one transaction; each stands alone (a bad one is rejected). Raises
     Overloaded (503) before storing anything while the boards are too far behind (scores/admission.py)."""
-    admission_check()
+    admission_check(matches=len(matches))
     now = now or timezone.now()
     config = game_config(game)
     outcomes: list[MatchOutcome | None] = [None] * len(matches)
