@@ -64,15 +64,16 @@ def matches_submit(
         else:
             candidates[match.match_id] = item
     firsts = dict(candidates)  # what a repeat inside the batch is judged against
+    stored_before: dict[str, tuple[str, str]] = {}  # (digest, status) of ids stored by earlier requests
     if candidates:
         try:
             with transaction.atomic():
-                _store(config, server_key, candidates, outcomes, now)
+                _store(config, server_key, candidates, outcomes, now, stored_before)
         except PlayerRace:
             # a concurrent request created one of the players meanwhile: again, players first,
             # which cannot race
             with transaction.atomic():
-                _store(config, server_key, candidates, outcomes, now, players_first=True)
+                _store(config, server_key, candidates, outcomes, now, stored_before, players_first=True)
     for i, match, digest in repeats:
         first = firsts[match.match_id]
         first_outcome = outcomes[first[0]]
@@ -80,7 +81,10 @@ def matches_submit(
             # refused by a rule or a tournament: the repeat is refused alike
             outcomes[i] = MatchOutcome(match.match_id, "rejected", error=first_outcome.error)
             continue
-        outcomes[i] = _repeat_outcome(match.match_id, digest, (first[2], first_outcome.status))
+        # each match stands alone: a repeat of an id stored earlier is judged against what is
+        # stored, not against a sibling that conflicted with it
+        against = stored_before.get(match.match_id) or (first[2], first_outcome.status)
+        outcomes[i] = _repeat_outcome(match.match_id, digest, against)
     return [o for o in outcomes if o is not None]
 
 
@@ -90,6 +94,7 @@ def _store(
     candidates: dict[str, tuple[int, MatchIn, str]],
     outcomes: list[MatchOutcome | None],
     now: datetime,
+    stored_before: dict[str, tuple[str, str]],
     *,
     players_first: bool = False,
 ) -> None:
@@ -111,6 +116,7 @@ def _store(
     partial: list[tuple[int, int, int]] = []  # the refused results of the others
     for match_id, (i, match, digest) in candidates.items():
         if match_id not in appended.new:
+            stored_before[match_id] = stored[match_id]
             outcomes[i] = _repeat_outcome(match_id, digest, stored[match_id])
             continue
         mine = verdicts.get(i, [])

@@ -116,6 +116,8 @@ def _without_redis_write(max_matches: int) -> None:
         ("project", 1),
     ]
 )
+# a batch repeating a stored id twice, first with another body: the second is still a duplicate
+@example(ops=[("one", _one("m0", "high", 0)), ("batch", [_one("m0", "high", 1), _one("m0", "high", 0)])])
 def test_any_interleaving_with_crashes_and_voids_matches_the_reference(world, ops) -> None:
     game, server = world
     reset_results()
