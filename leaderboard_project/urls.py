@@ -21,6 +21,7 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("api/v1/", include("scores.urls")),
     path("api/v1/", include("anticheat.urls")),
+    path("api/v1/", include("competitions.urls")),
     path(BOARD, include("boards.urls")),
     path(BOARD, include("seasons.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
