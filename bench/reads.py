@@ -225,7 +225,7 @@ def set_up(
     step("rebuild")
     rank_pool = rng.sample(range(1, args.players + 1), min(args.token_pool, args.players))
     expires_at = datetime.now(UTC) + timedelta(days=1)
-    tokens = {pk: make_player_token(game, pk, expires_at) for pk in {*rank_pool, *lists}}
+    tokens = {pk: make_player_token(game, pk, expires_at, f"p{pk}") for pk in {*rank_pool, *lists}}
     step("tokens")
     release_django_connections()
     counts = Counter(values.encoded)

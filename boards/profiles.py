@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 PROFILE_TTL = 270  # seconds a profile stays in the shared cache (keys.profile_key)
 LOCAL_PROFILE_TTL = 30  # ...and then in a process: a display name may lag a change by both, 5 minutes
-LOCAL_PROFILES_MAX = 50_000  # profiles a process keeps (a few hundred bytes each)
+LOCAL_PROFILES_MAX = 150_000  # profiles a process keeps (a few hundred bytes each: ~50 MB)
 LOCAL_PLAYER_IDS_MAX = 100_000
 PLAYER_ID_TTL = 24 * 3600
 FRIENDS_TTL = 60

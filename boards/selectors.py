@@ -150,53 +150,82 @@ def player_standing(
     return PlayerStanding(window, s.total, me, percentile, entries, degraded)
 
 
-def _friends_from_redis(
-    board: BoardConfig, window: str, members: list[int]
-) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
+def friends_reply(
+    board: BoardConfig, *, window: str, members: list[int], counters: Sequence[str] = (), limits: Sequence[int] = ()
+) -> list[Any]:
+    """friends.lua's answer for these members; with the rate-limit counters (as standing_reply)
+    counted in the same round trip, a one-element list meaning limit number reply[0] refused
+    the request. Raises REDIS_DOWN."""
     shared = "1" if board.rank_display == "shared" else "0"
     reply = script("friends")(
-        keys=[keys.board_key(board.id, window), keys.BUILT_MARKER],
-        args=[encoding.TIME_SPAN, GROUP_CAP, shared, *members],
+        keys=[keys.board_key(board.id, window), keys.BUILT_MARKER, *counters],
+        args=[encoding.TIME_SPAN, GROUP_CAP, shared, *limits, *members],
         client=get_redis(),
     )
     if reply and reply[0] == b"unbuilt":
         raise BoardIndexNotBuilt("the board index is being rebuilt")
-    found: dict[int, tuple[int, int, int, list[int]]] = {}
+    return reply
+
+
+def _friends_from_redis(
+    board: BoardConfig, window: str, members: list[int], reply: list[Any] | None = None
+) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
+    if reply is None:
+        reply = friends_reply(board, window=window, members=members)
+    found: dict[int, tuple[int, int, int, list[bytes]]] = {}
+    wanted: dict[int, int] = {}
     for i in range(0, len(reply), 5):
         member, score, above, better, group = reply[i : i + 5]
-        found[int(member)] = (int(float(score)), int(above), int(better), [int(g) for g in group])
-    wanted = {m: encoded for m, (encoded, *_) in found.items()}
+        m, encoded = int(member), int(float(score))
+        found[m] = (encoded, int(above), int(better), group)
+        wanted[m] = encoded
     for encoded, _, _, group in found.values():
         for g in group:
-            wanted.setdefault(g, encoded)
+            wanted.setdefault(int(g), encoded)
     profiles = profiles_of(board, window=window, members=wanted) if wanted else {}
-    unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
+    if len(profiles) < len(wanted):
+        unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
     standings = {}
     for m, (encoded, above, better, group) in found.items():
-        if m not in profiles:
+        profile = profiles.get(m)
+        if profile is None:
             continue
-        mine = profiles[m].external_id.encode()
-        tied_before = sum(1 for g in group if id_bytes(profiles, pk=g) < mine)
-        standings[m] = (encoded, above + tied_before, better)
+        if group:  # identical scores: the player id's bytes break the tie
+            mine = profile.external_id.encode()
+            above += sum(1 for g in group if id_bytes(profiles, pk=int(g)) < mine)
+        standings[m] = (encoded, above, better)
     return standings, profiles
 
 
-def friends_board(board: BoardConfig, *, window: str, pk: int) -> FriendsBoard:
-    """The player and their friends with a score in the window, ordered as on the board."""
-    members = [pk, *friend_pks(pk)]
+def friends_board(
+    board: BoardConfig, *, window: str, pk: int, members: list[int] | None = None, reply: list[Any] | None = None
+) -> FriendsBoard:
+    """The player and their friends with a score in the window, ordered as on the board.
+    `members`: [pk, *friend_pks(pk)] when the caller has it; `reply`: friends.lua's answer
+    already fetched for them (friends_reply)."""
+    members = [pk, *friend_pks(pk)] if members is None else members
     try:
-        standings, profiles = member_standings(board, window=window, members=members)
+        if reply is not None:
+            standings, profiles = _friends_from_redis(board, window, members, reply)
+        else:
+            standings, profiles = member_standings(board, window=window, members=members)
         degraded = False
     except REDIS_DOWN:
         standings, profiles = selectors.durable_standings(board, window=window, pks=members)
         degraded = True
     ordered = sorted(standings, key=lambda m: standings[m][1])
     shared = board.rank_display == "shared"
+    # shared ranks among friends: 1 + how many of them have a strictly better value; the
+    # parts in descending order, so the first index of each part is that count (ascending
+    # boards' encodings run the same way: a better value is always a higher part)
+    parts = [standings[m][0] >> encoding.TIME_BITS for m in ordered] if shared else []
+    first_of: dict[int, int] = {}
+    for i, part in enumerate(sorted(parts, reverse=True)):
+        first_of.setdefault(part, i)
     out: list[FriendEntry] = []
     for i, m in enumerate(ordered):
         encoded, position, better = standings[m]
-        part = encoded >> encoding.TIME_BITS
-        rank = 1 + sum(1 for o in ordered if standings[o][0] >> encoding.TIME_BITS > part) if shared else i + 1
+        rank = first_of[encoded >> encoding.TIME_BITS] + 1 if shared else i + 1
         board_rank = better + 1 if shared else position + 1
         entry = board_entry(board, position=position, rank=board_rank, pk=m, encoded=encoded, profile=profiles[m])
         out.append(FriendEntry(rank=rank, board_rank=board_rank, entry=entry))

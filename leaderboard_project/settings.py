@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "boards",
     "anticheat",
     "seasons",
+    "competitions",  # tournaments (docs/competitions.md)
     "monitoring",
     "pages",  # the player web pages (HTML)
     "demo",  # the demo game make run loads and plays
@@ -353,12 +354,15 @@ MAX_ENDED_AT_FUTURE_SECONDS = 60
 # instead, right after its commit: the test suite's default (tests see a submission's effect
 # when the request returns), and a way to run without the extra process on a tiny install.
 PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
+# A player's own rank and friends reads answered without DRF's per-request machinery
+# (boards/api/thin.py, docs/reads.md "The thin path"); 0 sends them through the DRF views.
+BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"
 # Admission control (contract 13.2, scores/admission.py, docs/operations.md): a submission is
 # refused 503 `overloaded` before anything is stored while the projector's oldest pending row is
 # older than ADMISSION_MAX_LAG_MS (0: never refuse) or more than ADMISSION_MAX_PENDING matches wait;
 # each process reads the backlog at most once per ADMISSION_REFRESH_MS.
 ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "500"))
-ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "5000"))
+ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "2500"))
 ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "100"))
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N
@@ -386,6 +390,12 @@ CELERY_BEAT_SCHEDULE = {
     # live updates held back by the one-per-second limit: a safety net for their scheduled flush
     "boards-live-flush": {"task": "boards.tasks.live_flush", "schedule": 1.0, "options": {"expires": 1.0}},
     "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
+    # settlement webhooks due (docs/competitions.md); a freeze also queues a run after its commit
+    "competitions-deliver-webhooks": {
+        "task": "competitions.tasks.deliver_webhooks",
+        "schedule": 5.0,
+        "options": {"expires": 5.0},
+    },
     # a run still queued when the next one is due is dropped (expires): slow runs never pile up
     "boards-refresh-rolling": {"task": "boards.tasks.refresh_rolling", "schedule": 60.0, "options": {"expires": 55}},
     # the index sampler (boards/healing.py): drift repaired and counted in /metrics
@@ -402,6 +412,10 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 290},
     },
 }
+# Settlement webhooks (docs/competitions.md): the base of the standings_url their events carry,
+# and how long a receiver may take to answer before the attempt counts as failed.
+PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "10"))
 # Enqueue the heavier anti-cheat checks (Celery) on every accepted match (docs/moderation.md).
 ANTICHEAT_ASYNC_CHECKS = os.environ.get("ANTICHEAT_ASYNC_CHECKS", "1") != "0"
 

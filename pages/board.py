@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from django.http import HttpRequest
 from django.urls import reverse
 
-from boards import histogram, selectors
+from boards import cursor, histogram, selectors
 from boards.profiles import friend_pks, player_pk
 from boards.types import BoardEntry
 from pages.chart import Chart, chart_build
@@ -86,6 +86,14 @@ class Search:
 
 def _row(e: BoardEntry, me_pk: int | None) -> Row:
     return Row(e.rank, e.external_id, e.display_name, e.value, me=e.player_id == me_pk)
+
+
+def _cursor(raw: str | None) -> cursor.Cursor | None:
+    """A `?cursor=` the pages handed out; anything else reads as the first page."""
+    try:
+        return cursor.cursor_decode(raw) if raw else None
+    except cursor.BadCursor:
+        return None
 
 
 def page_number(raw: str | None) -> int:
@@ -210,6 +218,9 @@ class BoardPage:
     me_url: str  # the signed-in player's own page
     focus_url: str  # the searched player's page, when the viewer may open it
     first_frozen_at: datetime | None  # a corrected (re-frozen) window's first freeze
+    # past the offset pages (rank 10,100): the next 100 by cursor (docs/reads.md, "Deep paging")
+    next_cursor: str | None = None
+    deep: bool = False  # this page was read by cursor
 
     @property
     def q(self) -> str:
@@ -289,6 +300,8 @@ def board_page_read(
     offset = (page_no - 1) * PAGE_SIZE
     degraded = False
     freeze = where.freeze
+    after = _cursor(request.GET.get("cursor")) if freeze is None else None
+    more = None
     if freeze is not None:
         standings = frozen.standings_page(freeze, offset=offset, limit=PAGE_SIZE)
         total = freeze.entries
@@ -297,9 +310,14 @@ def board_page_read(
             for s in standings
         ]
     else:
-        top = selectors.board_top(cfg, window=where.window, offset=offset, limit=PAGE_SIZE)
+        if after is None:
+            top = selectors.board_top(cfg, window=where.window, offset=offset, limit=PAGE_SIZE)
+        else:
+            top = cursor.board_after(cfg, window=where.window, cursor=after, limit=PAGE_SIZE)
         total, degraded = top.total, top.degraded
         rows = [_row(e, me_pk) for e in top.entries]
+        if after is not None or page_no == MAX_PAGE:
+            more = cursor.next_cursor(top)
 
     card, friends = mine_read(cfg, where=where, me_pk=me_pk)
     search = _search(request, cfg, where, me_pk)
@@ -308,7 +326,7 @@ def board_page_read(
     chart = None
     if freeze is None:
         marker = card.score if card and card.score is not None else (focus.score if focus else None)
-        if page_no == 1:
+        if page_no == 1 and after is None:
             best = rows[0].score if rows else None
         else:
             first = selectors.board_top(cfg, window=where.window, offset=0, limit=1).entries
@@ -338,7 +356,9 @@ def board_page_read(
         rows=rows,
         total=total,
         degraded=degraded,
-        paging=Paging(page_no, pages, page_no - 1 if page_no > 1 else None, page_no + 1 if page_no < pages else None),
+        paging=Paging(page_no, pages, page_no - 1 if page_no > 1 else None, page_no + 1 if page_no < pages else None)
+        if after is None
+        else Paging(MAX_PAGE + 1, MAX_PAGE, None, None),
         card=card,
         friends=friends,
         search=search,
@@ -350,6 +370,8 @@ def board_page_read(
         if focus and focus.rank and _focus_readable(request, cfg, me_pk, focus)
         else "",
         first_frozen_at=frozen.first_frozen_at(freeze) if freeze is not None and freeze.version > 1 else None,
+        next_cursor=more,
+        deep=after is not None,
     )
 
 

@@ -7,9 +7,11 @@ after that commit, in the same loop (scores/projection/), so a slow Redis mirror
 pending rows that wait. Two readings of it decide:
 
 - the age of the oldest pending row: past ADMISSION_MAX_LAG_MS the projector is not keeping up;
-- the matches pending: past ADMISSION_MAX_PENDING (default: what one projector batch claims,
-  scores/projection/batch.py MAX_MATCHES) a match accepted now would not be in the next batch,
-  and would wait for more than one more batch however young the oldest row is.
+- the matches pending, with the submission's own: past ADMISSION_MAX_PENDING (default 2500, half
+  of what one projector batch claims, scores/projection/batch.py MAX_MATCHES: the readings of
+  several web processes are each up to ADMISSION_REFRESH_MS old, and what they accept meanwhile
+  must still fit in the next batch) a match accepted now would wait for more than one more batch
+  however young the oldest row is. A submission larger than the bound is taken when nothing waits.
 
 The reading is a per-process cache, refreshed by the request that finds it older than
 ADMISSION_REFRESH_MS (one small query per process per interval, never one per request); between
@@ -84,8 +86,9 @@ def backlog_forget() -> None:
     _cached = None
 
 
-def admission_check() -> None:
-    """Raise Overloaded when a submission accepted now could miss the 1 s promise."""
+def admission_check(*, matches: int = 1) -> None:
+    """Raise Overloaded when a submission of this many matches, accepted now, could miss the 1 s
+    promise."""
     max_lag_ms = settings.ADMISSION_MAX_LAG_MS
     if max_lag_ms <= 0:
         return
@@ -97,7 +100,7 @@ def admission_check() -> None:
             f"the boards are {age:.2f} s behind (bound {max_lag_ms / 1000:.2f} s): nothing was stored; "
             "retry the same body later"
         )
-    if reading.matches > settings.ADMISSION_MAX_PENDING:
+    if reading.matches and reading.matches + matches > settings.ADMISSION_MAX_PENDING:
         raise Overloaded(
             f"{reading.matches} matches wait to reach the boards (bound {settings.ADMISSION_MAX_PENDING}): "
             "nothing was stored; retry the same body later"

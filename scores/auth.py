@@ -156,19 +156,26 @@ def server_key_permission(scope: str | None) -> type[BasePermission]:
 _TOKEN_SALT = "leaderboard.player-token.v1"
 
 
-def make_player_token(game_id: int, player_pk: int, expires_at: datetime) -> str:
-    """A signed, self-contained token: checking it needs no database read."""
-    return signing.dumps({"g": game_id, "p": player_pk, "e": int(expires_at.timestamp())}, salt=_TOKEN_SALT)
+def make_player_token(game_id: int, player_pk: int, expires_at: datetime, external_id: str | None = None) -> str:
+    """A signed, self-contained token: checking it needs no database read. With the player's
+    id (`x`), a read of the player's own board pages needs no id lookup either (docs/reads.md,
+    "The thin path"); tokens without it are checked the same way."""
+    data: dict[str, object] = {"g": game_id, "p": player_pk, "e": int(expires_at.timestamp())}
+    if external_id is not None:
+        data["x"] = external_id
+    return signing.dumps(data, salt=_TOKEN_SALT)
 
 
 @dataclass(frozen=True)
 class PlayerPrincipal:
-    """request.user for a player's bearer token."""
+    """request.user for a player's bearer token (external_id: the player's id, when the token
+    carries it)."""
 
     game_id: int
     player_pk: int
     is_authenticated: bool = True
     is_staff: bool = False
+    external_id: str | None = None
 
 
 # Checked tokens, per process: a token is immutable, so checking its signature once is enough;
@@ -186,7 +193,13 @@ def player_from_token(token: str) -> PlayerPrincipal | None:
             return None
         if not isinstance(data, dict):
             return None
-        hit = (int(data.get("e", 0)), PlayerPrincipal(game_id=int(data["g"]), player_pk=int(data["p"])))
+        external = data.get("x")
+        principal = PlayerPrincipal(
+            game_id=int(data["g"]),
+            player_pk=int(data["p"]),
+            external_id=external if isinstance(external, str) else None,
+        )
+        hit = (int(data.get("e", 0)), principal)
         if len(_tokens) >= _TOKENS_MAX:
             _tokens.clear()
         _tokens[token] = hit

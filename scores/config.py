@@ -48,6 +48,12 @@ class BoardSpec(BoardDefinition):
     shards: int = 1  # sorted sets per board window (docs/game-config.md)
     exact_rank_limit: int = 10_000  # ranks deeper than this on a sharded board may be estimated
     min_total: int | None = None  # total boards whose results may subtract: the floor (None: 0)
+    # a tournament's settings (docs/competitions.md), parsed by the app that registered the table
+    tournament: tuple[tuple[str, Any], ...] | None = None
+    # settlement rewards by frozen rank (docs/competitions.md), parsed like the tournament table
+    rewards: tuple[tuple[str, Any], ...] = ()
+    # a league's tiers and groups over the season window (docs/competitions.md), like the above
+    league: tuple[tuple[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,8 @@ class GameSpec:
     seasons: tuple[SeasonSpec, ...]
     regions: tuple[RegionSpec, ...] = ()
     allowed_origins: tuple[str, ...] = ()  # browser game clients' origins (docs/clients.md)
+    # settlement webhooks (docs/competitions.md), parsed by the app that registered the table
+    webhooks: tuple[tuple[str, Any], ...] = ()
 
 
 MAX_SHARDS = 1024  # sorted sets per board window: far more than a cluster has masters
@@ -83,7 +91,8 @@ MAX_EXACT_RANK_LIMIT = 10_000_000
 _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retention_periods", "allowed_origins"}
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
-    "anticheat", "format", "shards", "exact_rank_limit", "min_total",
+    "anticheat", "format", "shards", "exact_rank_limit", "min_total", "tournament",
+    "rewards", "league",
 }  # fmt: skip
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
@@ -94,7 +103,7 @@ def parse_game_config(text: str) -> GameSpec:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("(file)", f"not valid TOML: {exc}") from None
-    _no_unknown(doc, {"game", "boards", "seasons", "regions"}, "")
+    _no_unknown(doc, {"game", "boards", "seasons", "regions", "webhooks"}, "")
     game = doc.get("game")
     if not isinstance(game, dict):
         raise ConfigError("game", "a [game] table is required")
@@ -123,6 +132,7 @@ def parse_game_config(text: str) -> GameSpec:
         seasons=seasons,
         regions=regions,
         allowed_origins=_origins(game, "game."),
+        webhooks=_registered_table(doc, "webhooks", ""),
     )
 
 
@@ -233,6 +243,9 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         shards=_int(raw, "shards", p, default=1, low=1, high=MAX_SHARDS),
         exact_rank_limit=_int(raw, "exact_rank_limit", p, default=10_000, low=1, high=MAX_EXACT_RANK_LIMIT),
         min_total=min_total,
+        tournament=_tournament(raw, p, windows),
+        rewards=_registered_table(raw, "rewards", p),
+        league=_league(raw, p, windows),
     )
     problem = encoding.budget_problem(spec)
     if problem:
@@ -242,13 +255,57 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
 
 
 # Parsers of a board's sub-tables that belong to an app above this one (the anti-cheat
-# thresholds): registered from that app's AppConfig.ready(), so the durable core imports none.
-# A parser returns the table's settings or raises ValueError((key, message)).
-_table_parsers: dict[str, Callable[[Any], dict[str, int | float]]] = {}
+# thresholds, a tournament's settings): registered from that app's AppConfig.ready(), so the
+# durable core imports none. A parser returns the table's settings (JSON values) or raises
+# ValueError((key, message)).
+_table_parsers: dict[str, Callable[[Any], dict[str, Any]]] = {}
+
+# the windows a tournament board may keep (contract 13.5): the whole tournament, and its
+# recurring periods
+TOURNAMENT_WINDOWS = ("all", "daily", "weekly")
 
 
-def board_table_register(name: str, parser: Callable[[Any], dict[str, int | float]]) -> None:
+def board_table_register(name: str, parser: Callable[[Any], dict[str, Any]]) -> None:
     _table_parsers[name] = parser
+
+
+def _tournament(raw: dict[str, Any], p: str, windows: list[str]) -> tuple[tuple[str, Any], ...] | None:
+    if "tournament" not in raw:
+        return None
+    parser = _table_parsers.get("tournament")
+    if parser is None:
+        raise ConfigError(p + "tournament", "no installed app runs tournaments")
+    if "all" not in windows or any(w not in TOURNAMENT_WINDOWS for w in windows):
+        raise ConfigError(p + "windows", 'a tournament keeps "all" and optionally "daily" or "weekly"')
+    try:
+        return tuple(sorted(parser(raw["tournament"]).items()))
+    except ValueError as exc:
+        key, message = exc.args
+        raise ConfigError(p + "tournament" + (f".{key}" if key else ""), message) from None
+
+
+def _league(raw: dict[str, Any], p: str, windows: list[str]) -> tuple[tuple[str, Any], ...] | None:
+    if "league" not in raw:
+        return None
+    if "season" not in windows:
+        raise ConfigError(p + "windows", 'a league plays over the season window: keep "season"')
+    if "tournament" in raw:
+        raise ConfigError(p + "league", "a board is a tournament or a league, not both")
+    return _registered_table(raw, "league", p)
+
+
+def _registered_table(raw: dict[str, Any], name: str, p: str) -> tuple[tuple[str, Any], ...]:
+    """A key whose value an app above this one parses (its registered parser), as sorted items."""
+    if name not in raw:
+        return ()
+    parser = _table_parsers.get(name)
+    if parser is None:
+        raise ConfigError(p + name, f"no installed app reads {name}")
+    try:
+        return tuple(sorted(parser(raw[name]).items()))
+    except ValueError as exc:
+        key, message = exc.args
+        raise ConfigError(p + name + (f".{key}" if key and not key.startswith("[") else key), message) from None
 
 
 def _anticheat(raw: dict[str, Any], p: str) -> tuple[tuple[str, int | float], ...]:

@@ -25,6 +25,8 @@ class Game(models.Model):
     # origins of the browser game clients that may read with a player token and open the
     # websocket (docs/clients.md); normalised "scheme://host[:port]"
     allowed_origins = ArrayField(models.CharField(max_length=255), default=list, blank=True)
+    # settlement webhooks: [{"url", "events"}] (docs/competitions.md); their secret is competitions'
+    webhooks = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -69,6 +71,12 @@ class Board(models.Model):
     # how deep ranks on such a board stay exact (docs/reads.md, "Sharded boards")
     shards = models.PositiveSmallIntegerField(default=1)
     exact_rank_limit = models.PositiveIntegerField(default=10_000)
+    # a tournament board's settings (docs/competitions.md); null for every other board
+    tournament = models.JSONField(null=True, blank=True)
+    # settlement reward tiers by frozen rank (docs/competitions.md)
+    rewards = models.JSONField(default=list, blank=True)
+    # a league board's tiers, group size, promotion and relegation (docs/competitions.md), else null
+    league = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]

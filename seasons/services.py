@@ -10,6 +10,7 @@ freezes once. Season windows wait while a held match could change their top 1000
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -36,6 +37,17 @@ class CloseReport:
     frozen: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
     already: int = 0
+
+
+# Called inside a freeze's transaction with (board, freeze, previous version or None): an app
+# above this one writes what must commit with the freeze (competitions/' webhook outbox,
+# docs/competitions.md). Registered from that app's AppConfig.ready(); seasons imports none.
+FreezeHook = Callable[..., None]
+_freeze_hooks: dict[str, FreezeHook] = {}
+
+
+def freeze_hook_register(hook: FreezeHook, *, uid: str) -> None:
+    _freeze_hooks[uid] = hook
 
 
 def windows_close(*, now: datetime | None = None) -> CloseReport:
@@ -127,6 +139,8 @@ def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: boo
                     [freeze.id, freeze.id, previous.id],
                 )
         freeze.save(update_fields=["entries"])
+        for hook in _freeze_hooks.values():
+            hook(board, freeze=freeze, previous=previous)
         _close_state(board.id, window, WindowClose.State.FROZEN, f"version {freeze.version}: {freeze.entries} players")
     log.info("froze %s %s v%d (%d players): %s", board.slug, window, freeze.version, freeze.entries, reason)
     return freeze

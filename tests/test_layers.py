@@ -21,7 +21,7 @@ from django.conf import settings
 
 ROOT = Path(settings.BASE_DIR)
 TOP = ("pages", "demo")
-APPS = ("rediskit", "scores", "boards", "anticheat", "seasons", "monitoring", *TOP)
+APPS = ("rediskit", "scores", "boards", "anticheat", "seasons", "competitions", "monitoring", *TOP)
 CODE = (*APPS, "leaderboard_project", "scripts", "bench")
 
 

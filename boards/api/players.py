@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from boards import index, selectors
+from boards.api import thin
 from boards.api.common import (
     AROUND_PARAM,
     PLAYER_READ_ERRORS,
@@ -22,8 +26,6 @@ from boards.api.common import (
     PlayerOutSerializer,
     PlayerQuerySerializer,
     board_window,
-    entry_body,
-    friend_entry_body,
     parsed_query,
     resolved_window,
 )
@@ -39,11 +41,29 @@ from scores.selectors import BoardConfig, cached_board
 
 class PlayerReadApi(APIView):
     """Reads about one player: allowed for the game's server keys, staff, the player and
-    the player's friends."""
+    the player's friends. A player's own read is answered by `thin` (boards/api/thin.py)
+    when it can, else by this view."""
 
     authentication_classes = [ServerKeyAuthentication, PlayerTokenAuthentication, SessionAuthentication]
     throttle_classes = [PlayerReadThrottle]
     content_negotiation_class = JsonOnly
+    thin_read: Callable[..., HttpResponse | None] | None = None
+
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> Callable[..., HttpResponse]:
+        """DRF's view function, behind the thin path. It keeps DRF's attributes (`cls`,
+        `initkwargs`, `csrf_exempt`), so URL reversing and the OpenAPI schema see the view."""
+        drf_view = super().as_view(**initkwargs)
+        thin_read = cls.thin_read
+
+        def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if thin_read is not None and request.method == "GET" and settings.BOARDS_THIN_READS:
+                response = thin_read(request, **kwargs)
+                if response is not None:
+                    return response
+            return drf_view(request, *args, **kwargs)
+
+        return functools.wraps(drf_view)(view)
 
     def player_pk(self, request: Request, cfg: BoardConfig, player: str) -> int:
         if request.user is None or not request.user.is_authenticated:
@@ -71,6 +91,7 @@ class PlayerReadApi(APIView):
 
 
 class PlayerStandingApi(PlayerReadApi):
+    thin_read = staticmethod(thin.standing)
     _prefetched: tuple[tuple[BoardConfig, str, int, int], list[Any]] | None = None
 
     def _own_read(self, request: Request) -> tuple[BoardConfig, str, int, int] | None:
@@ -84,7 +105,10 @@ class PlayerStandingApi(PlayerReadApi):
         if cfg is None or cfg.game_id != user.game_id or index.fanout(cfg.shards):
             # a sharded board's read is one pipeline per node: the counters go on their own
             return None
-        if player_pk_cached(cfg.game_id, external_id=kw["player"]) != user.player_pk:
+        if (
+            user.external_id != kw["player"]
+            and player_pk_cached(cfg.game_id, external_id=kw["player"]) != user.player_pk
+        ):
             return None
         try:
             q = parsed_query(PlayerQuerySerializer, request)
@@ -124,7 +148,7 @@ class PlayerStandingApi(PlayerReadApi):
         parameters=[WINDOW_PARAM, REGION_PARAM, AROUND_PARAM],
         responses={200: PlayerOutSerializer, **PLAYER_READ_ERRORS},
     )
-    def get(self, request: Request, game: str, board: str, player: str) -> Response:
+    def get(self, request: Request, game: str, board: str, player: str) -> HttpResponse:
         if self._prefetched is not None:
             (cfg, window, pk, around), reply = self._prefetched
         else:
@@ -132,47 +156,20 @@ class PlayerStandingApi(PlayerReadApi):
             pk = self.player_pk(request, cfg, player)
             around, reply = q["around"], None
         standing = selectors.player_standing(cfg, window=window, pk=pk, around=around, reply=reply)
-        me = standing.me
-        body = {
-            "game": game,
-            "board": board,
-            "window": window,
-            "player": player,
-            "display_name": me.display_name if me else None,
-            "rank": me.rank if me else None,
-            "score": me.value if me else None,
-            "total": standing.total,
-            "percentile": standing.percentile,
-            "metadata": me.metadata if me else None,
-            "around": [entry_body(e) for e in standing.around],
-            "rank_exact": standing.rank_exact,
-        }
-        if not standing.rank_exact:
-            body["rank_error"] = standing.rank_error
-        if standing.degraded:
-            body["degraded"] = True
-        return Response(body)
+        return thin.json_response(thin.standing_body(game, board, window, player, standing))
 
 
 class FriendsBoardApi(PlayerReadApi):
+    thin_read = staticmethod(thin.friends)
+
     @extend_schema(
         operation_id="boards_friends",
         summary="The player and their friends, ranked among themselves and on the whole board",
         parameters=[WINDOW_PARAM, REGION_PARAM],
         responses={200: FriendsOutSerializer, **PLAYER_READ_ERRORS},
     )
-    def get(self, request: Request, game: str, board: str, player: str) -> Response:
+    def get(self, request: Request, game: str, board: str, player: str) -> HttpResponse:
         cfg, _, window = board_window(game, board, request)
         pk = self.player_pk(request, cfg, player)
         friends = selectors.friends_board(cfg, window=window, pk=pk)
-        body = {
-            "game": game,
-            "board": board,
-            "window": window,
-            "player": player,
-            "entries": [friend_entry_body(f) for f in friends.entries],
-            "rank_exact": True,
-        }
-        if friends.degraded:
-            body["degraded"] = True
-        return Response(body)
+        return thin.json_response(thin.friends_body(game, board, window, player, friends))

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from boards import selectors
 from boards.api.common import (
+    CURSOR_PARAM,
     LIMIT_PARAM,
     OFFSET_PARAM,
     PUBLIC_READ_ERRORS,
@@ -26,6 +27,8 @@ from boards.api.common import (
     entry_body,
     json_bytes,
 )
+from boards.cursor import BadCursor, board_after, cursor_decode, next_cursor
+from leaderboard_project.errors import ApiError
 
 
 def _period(at: float) -> int:
@@ -81,23 +84,37 @@ class TopApi(APIView):
     @extend_schema(
         operation_id="boards_top",
         summary="The top of a board",
-        parameters=[WINDOW_PARAM, REGION_PARAM, LIMIT_PARAM, OFFSET_PARAM],
+        parameters=[WINDOW_PARAM, REGION_PARAM, LIMIT_PARAM, OFFSET_PARAM, CURSOR_PARAM],
         responses={200: TopOutSerializer, **PUBLIC_READ_ERRORS},
     )
     def get(self, request: Request, game: str, board: str) -> Response:
         cfg, q, window = board_window(game, board, request, TopQuerySerializer)
-        key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
-        shared = q["offset"] < self.SHARED_MAX_OFFSET
+        cursor = q.get("cursor")
+        if cursor is None:
+            key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
+            shared = q["offset"] < self.SHARED_MAX_OFFSET
+        else:
+            if q["offset"]:
+                raise ApiError("cursor: use cursor or offset, not both", code="invalid_cursor")
+            try:
+                after = cursor_decode(cursor)
+            except BadCursor as exc:
+                raise ApiError(f"cursor: {exc}", code="invalid_cursor") from None
+            key, shared = f"top:{cfg.id}:{window}:c{cursor}:{q['limit']}", False
         hit = self._cached(key, shared)
         if hit is None:
             computed_at = time.time()
-            page = selectors.board_top(cfg, window=window, offset=q["offset"], limit=q["limit"])
+            if cursor is None:
+                page = selectors.board_top(cfg, window=window, offset=q["offset"], limit=q["limit"])
+            else:
+                page = board_after(cfg, window=window, cursor=after, limit=q["limit"])
             body = {
                 "game": game,
                 "board": board,
                 "window": window,
                 "total": page.total,
                 "entries": [entry_body(e) for e in page.entries],
+                "next_cursor": next_cursor(page),
             }
             if page.degraded:
                 body["degraded"] = True

@@ -234,6 +234,24 @@ def matches_delete(match_pks: list[int]) -> None:
         cur.execute("DELETE FROM scores_match WHERE id = ANY(%s::bigint[])", [pgarrays.ints(match_pks)])
 
 
+def results_delete(rows: list[tuple[int, int, int]]) -> None:
+    """Take back single results (match pk, board id, player pk) a refusal dropped after the append
+    stored them (scores/ingest/refusals.py); the match's other results stay."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            DELETE FROM scores_result r
+            USING unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS u(match_id, board_id, player_id)
+            WHERE r.match_id = u.match_id AND r.board_id = u.board_id AND r.player_id = u.player_id
+            """,
+            [
+                pgarrays.ints(m for m, _, _ in rows),
+                pgarrays.ints(b for _, b, _ in rows),
+                pgarrays.ints(p for _, _, p in rows),
+            ],
+        )
+
+
 def matches_hold(match_pks: list[int]) -> None:
     """Held on arrival: not counted until approved (which stamps counts_from, see Match)."""
     with connection.cursor() as cur:

@@ -5,6 +5,7 @@ commit. The package's docstring (scores/ingest/__init__.py) says what a submissi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -13,8 +14,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from scores.admission import admission_check
-from scores.ingest import checks
-from scores.ingest.append import PlayerRace, append, matches_delete, matches_existing, matches_hold
+from scores.ingest import checks, refusals
+from scores.ingest.append import (
+    PlayerRace,
+    append,
+    matches_delete,
+    matches_existing,
+    matches_hold,
+    results_delete,
+)
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, RuleRejected
 from scores.ingest.regions import region_claims_load, region_claims_store, regionalize
 from scores.locks import NOTIFY_CHANNEL
@@ -35,7 +43,7 @@ def matches_submit(
 ) -> list[MatchOutcome]:
     """Store many matches in one transaction; each stands alone (a bad one is rejected). Raises
     Overloaded (503) before storing anything while the boards are too far behind (scores/admission.py)."""
-    admission_check()
+    admission_check(matches=len(matches))
     now = now or timezone.now()
     config = game_config(game)
     outcomes: list[MatchOutcome | None] = [None] * len(matches)
@@ -68,7 +76,8 @@ def matches_submit(
     for i, match, digest in repeats:
         first = firsts[match.match_id]
         first_outcome = outcomes[first[0]]
-        if first_outcome.error is not None and first_outcome.error.code == RuleRejected.code:
+        if first_outcome.error is not None and first_outcome.error.code != MatchConflict.code:
+            # refused by a rule or a tournament: the repeat is refused alike
             outcomes[i] = MatchOutcome(match.match_id, "rejected", error=first_outcome.error)
             continue
         outcomes[i] = _repeat_outcome(match.match_id, digest, (first[2], first_outcome.status))
@@ -94,7 +103,12 @@ def _store(
     fresh = {i: m for mid, (i, m, _) in candidates.items() if mid in appended.new}
     new = checks.NewMatches(config=config, server_key=server_key, matches=fresh, history=appended.history, now=now)
     verdicts = checks.judge(new)
+    survivors = {i: m for i, m in fresh.items() if not any(v.action == "reject" for v in verdicts.get(i, []))}
+    # per-result refusals (a tournament's: docs/competitions.md), asked after the rules kept the match
+    dropped = refusals.refused(config, survivors, appended.players)
     rejected, held, kept = [], [], []
+    gone: list[int] = []  # matches every result of which was refused: not stored at all
+    partial: list[tuple[int, int, int]] = []  # the refused results of the others
     for match_id, (i, match, digest) in candidates.items():
         if match_id not in appended.new:
             outcomes[i] = _repeat_outcome(match_id, digest, stored[match_id])
@@ -105,6 +119,20 @@ def _store(
             outcomes[i] = MatchOutcome(match_id, "rejected", error=RuleRejected(refusal.reason))
             rejected.append((match, refusal))
             continue
+        refused_here = dropped.get(i)
+        if refused_here and len(refused_here) == len(match.results):
+            outcomes[i] = MatchOutcome(match_id, "rejected", error=refused_here[min(refused_here)])
+            gone.append(appended.new[match_id])
+            continue
+        if refused_here:
+            pk = appended.new[match_id]
+            partial += [
+                (pk, config.boards[match.results[k].board].id, appended.players[match.results[k].player])
+                for k in refused_here
+            ]
+            match = dataclasses.replace(
+                match, results=tuple(r for k, r in enumerate(match.results) if k not in refused_here)
+            )
         kept.append(match)
         if any(v.action == "hold" for v in mine):
             outcomes[i] = MatchOutcome(match_id, "held")
@@ -117,8 +145,13 @@ def _store(
                 else []
             )
             outcomes[i] = MatchOutcome(match_id, "accepted", missed_windows=missed)
-    if rejected:
-        matches_delete([appended.new[m.match_id] for m, _ in rejected])
+        if refused_here:
+            # the contract's answer for the refused result; the match's other results count
+            outcomes[i] = dataclasses.replace(outcomes[i], status="rejected", error=refused_here[min(refused_here)])
+    if rejected or gone:
+        matches_delete([appended.new[m.match_id] for m, _ in rejected] + gone)
+    if partial:
+        results_delete(partial)
     if held:
         matches_hold([pk for pk, _, _ in held])
     if config.regions:

@@ -38,6 +38,7 @@ from scores.projection.batch import MAX_MATCHES, batch_apply
 log = logging.getLogger(__name__)
 
 OWN_RETRY_SECONDS = 5.0
+RECONNECT_PAUSE = 0.5  # seconds between attempts to reach Postgres again
 RESULT_PARTITIONS_EVERY_SECONDS = 3600.0  # the day partitions made ahead (scores/partitions.py)
 REPORT_EVERY_SECONDS = 30.0
 # While submissions keep coming, at most one batch per interval (a backlog is taken at once,
@@ -90,17 +91,24 @@ class Projector:
             signal.signal(signum, self.stop)
 
     def run(self) -> Totals:
-        """Apply batches until stopped. Survives Postgres going away and coming back."""
-        pause = 0.5
+        """Apply batches until stopped. Survives Postgres going away and coming back.
+
+        Retries at a steady RECONNECT_PAUSE, as the web tier's pools do: a pause that doubled
+        to 5 s (and never came down again) could bring it back up to 5 s after Postgres, while
+        admission control refuses submissions as the backlog ages (docs/reliability.md)."""
+        reported = False
         while not self.stopping.is_set():
             try:
                 self._run_connected()
                 break
             except (DatabaseError, psycopg.Error) as exc:
-                log.warning("projector: Postgres unavailable (%s); retrying in %.1f s", exc.__class__.__name__, pause)
+                # one WARNING per outage (it owned lanes: it had reconnected), not two a second
+                level = logging.WARNING if self._owned or not reported else logging.DEBUG
+                reported = True
+                log.log(level, "projector: Postgres unavailable (%s); retrying every %.1f s",
+                        exc.__class__.__name__, RECONNECT_PAUSE)  # fmt: skip
                 self._disconnect()
-                self.stopping.wait(pause)
-                pause = min(pause * 2, 5.0)
+                self.stopping.wait(RECONNECT_PAUSE)
         self._disconnect()
         return self.totals
 

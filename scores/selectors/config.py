@@ -79,6 +79,10 @@ class BoardConfig(BoardDefinition):
     shards: int = 1  # sorted sets per window (rediskit/keys.py shard keys)
     exact_rank_limit: int = 10_000
     min_total: int | None = None  # total boards whose results may subtract: their floor
+    # a tournament board's settings (docs/competitions.md; competitions/ reads them), else None
+    tournament: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    rewards: list[dict[str, Any]] = field(default_factory=list, compare=False, hash=False)  # settlement tiers
+    league: dict[str, Any] | None = field(default=None, compare=False, hash=False)  # competitions/ reads it
 
     def region(self, slug: str) -> RegionConfig | None:
         return next((r for r in self.regions if r.slug == slug), None)
@@ -123,6 +127,9 @@ def _load_game(slug: str) -> GameConfig | None:
             shards=b.shards,
             exact_rank_limit=b.exact_rank_limit,
             min_total=b.min_total,
+            tournament=b.tournament,
+            rewards=list(b.rewards or []),
+            league=b.league,
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }

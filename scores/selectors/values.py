@@ -77,6 +77,44 @@ def durable_range(board: BoardConfig, *, window: str, start: int, stop: int) -> 
     return _slice(board, window, start, stop - start + 1)
 
 
+def durable_after(board: BoardConfig, *, window: str, encoded: int, player: str, count: int) -> DurableSlice:
+    """The `count` values after a position (encoded score, player id) in the contract's order:
+    deep paging while Redis is unreachable (boards/cursor.py)."""
+    after = '(pv.encoded < %s OR (pv.encoded = %s AND p.external_id COLLATE "C" > %s COLLATE "C"))'
+    with read_connection().cursor() as cur:
+        cur.execute('SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s', [board.id, window])
+        total = cur.fetchone()[0]
+        cur.execute(
+            "SELECT count(*) FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id "
+            f'WHERE pv.board_id = %s AND pv."window" = %s AND NOT {after}',
+            [board.id, window, encoded, encoded, player],
+        )
+        start = cur.fetchone()[0]
+        cur.execute(
+            f"""
+            SELECT pv.player_id, pv.encoded, p.external_id, p.display_name, pv.metadata
+            FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
+            WHERE pv.board_id = %s AND pv."window" = %s AND {after} ORDER BY {ORDER_SQL} LIMIT %s
+            """,
+            [board.id, window, encoded, encoded, player, count],
+        )
+        fetched = cur.fetchall()
+        better = {}
+        for part in sorted({e >> encoding.TIME_BITS for _, e, *_ in fetched}):
+            cur.execute(
+                'SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND encoded >= %s',
+                [board.id, window, (part + 1) << encoding.TIME_BITS],
+            )
+            better[part] = cur.fetchone()[0]
+    return DurableSlice(
+        total=total,
+        start=start,
+        rows=[(pk, e) for pk, e, *_ in fetched],
+        better=better,
+        profiles={pk: Profile(ext, name, json_value(meta), e) for pk, e, ext, name, meta in fetched},
+    )
+
+
 def durable_position(board: BoardConfig, *, window: str, pk: int) -> int | None:
     """0-based position of a player in the contract order, or None if unranked."""
     with read_connection().cursor() as cur:

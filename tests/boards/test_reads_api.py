@@ -58,6 +58,7 @@ def test_top_names_the_explicit_window(ranked) -> None:
         "window": "daily:2026-11-27",
         "total": 0,
         "entries": [],
+        "next_cursor": None,
     }
 
 

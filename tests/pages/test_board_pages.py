@@ -96,6 +96,36 @@ def test_paging_goes_deeper(server: SignedClient, game) -> None:
     assert rows(Client().get(BOARD + "?page=999999").content.decode()) == [["No scores in this window yet."]]
 
 
+def test_next_100_past_the_offset_pages_goes_on_by_cursor(server: SignedClient, game, monkeypatch) -> None:
+    """The offset pages end at rank 10,100 (MAX_PAGE); shrunk here to one page so that 250
+    players show the deep pages without loading 10,000. Past it, "Next 100" reads by cursor."""
+    monkeypatch.setattr(board_page, "MAX_PAGE", 1)
+    for n in range(3):
+        submit(
+            server,
+            f"m{n}",
+            [
+                {"player": f"p{n}{i:02d}", "board": "rating", "score": 1000 - n * 100 - i}
+                for i in range(min(100, 250 - n * 100))
+            ],
+        )
+    html = Client().get(BOARD).content.decode()
+    assert [r[0] for r in rows(html)] == [str(r) for r in range(1, 101)]
+    seen = [r[1] for r in rows(html)]
+    for first, last in ((101, 200), (201, 250)):
+        link = re.search(r'<a href="\?([^"]*cursor=[^"]+)" rel="next">Next 100', html)
+        assert link, "no Next 100 link"
+        html = Client().get(BOARD + "?" + link.group(1).replace("&amp;", "&")).content.decode()
+        got = rows(html)
+        assert [r[0] for r in got] == [str(r) for r in range(first, last + 1)]
+        assert f"ranks {first:,}–{last:,} of 250" in text(html) and 'rel="first"' in html
+        seen += [r[1] for r in got]
+    assert 'rel="next"' not in html
+    assert seen == [f"p{n}{i:02d}" for n in range(3) for i in range(100)][:250]
+    # a cursor that is not one the pages handed out reads as the first page
+    assert [r[0] for r in rows(Client().get(BOARD + "?cursor=nonsense").content.decode())][:1] == ["1"]
+
+
 def test_windows_and_unknown_things(ranked) -> None:
     submit(ranked, "old", [{"player": "zed", "board": "rating", "score": 999}], at="2026-11-27T12:00:00Z")
     daily = Client().get(BOARD + "?window=daily:2026-11-27").content.decode()

@@ -1,0 +1,121 @@
+"""Tournaments' writes (docs/competitions.md): joins and attempts, each counted by one
+conditional statement so that concurrent requests never pass max_size or max_attempts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from competitions.tournaments import tournament_of
+from leaderboard_project.errors import Conflict
+from scores import pgarrays
+from scores.models import Player
+from scores.selectors import BoardConfig
+
+
+class TournamentFull(Conflict):
+    code = "tournament_full"
+
+
+class TournamentEnded(Conflict):
+    code = "tournament_ended"
+
+
+def tournament_join(board: BoardConfig, *, player_external_id: str, now: datetime) -> int:
+    """Join the player (created if new) to the tournament; returns its size. Joining twice is
+    harmless. Raises TournamentEnded or TournamentFull (409), and then nothing is written."""
+    tournament = tournament_of(board)
+    assert tournament is not None
+    if tournament.state(now) == "ended":
+        raise TournamentEnded(f"tournament {board.slug!r} ended at {tournament.ends_at.isoformat()}")
+    with transaction.atomic():
+        player, _ = Player.objects.get_or_create(game_id=board.game_id, external_id=player_external_id)
+        with connection.cursor() as cur:
+            cur.execute(
+                "INSERT INTO competitions_tournamentsize (board_id, size) VALUES (%s, 0) ON CONFLICT DO NOTHING",
+                [board.id],
+            )
+            # the unique (board, player) decides a player's two racing joins: the second waits
+            # for the first and then inserts nothing
+            cur.execute(
+                """
+                INSERT INTO competitions_tournamententry (board_id, player_id, joined_at) VALUES (%s, %s, now())
+                ON CONFLICT (board_id, player_id) DO NOTHING RETURNING id
+                """,
+                [board.id, player.pk],
+            )
+            if cur.fetchone() is None:
+                cur.execute("SELECT size FROM competitions_tournamentsize WHERE board_id = %s", [board.id])
+                return cur.fetchone()[0]
+            # one row per tournament: concurrent joins queue on its lock, and each re-checks
+            # the condition on the row the one before it committed
+            cur.execute(
+                """
+                UPDATE competitions_tournamentsize SET size = size + 1
+                WHERE board_id = %s AND (%s = 0 OR size < %s) RETURNING size
+                """,
+                [board.id, tournament.max_size, tournament.max_size],
+            )
+            row = cur.fetchone()
+            if row is None:  # raising rolls the entry back
+                raise TournamentFull(f"tournament {board.slug!r} is full ({tournament.max_size} players)")
+            return row[0]
+
+
+AttemptKey = tuple[int, int, str]  # (board id, player pk, period)
+
+
+def attempts_take(wanted: Sequence[tuple[AttemptKey, int]]) -> dict[AttemptKey, int]:
+    """Count results against max_attempts (each key with its cap) inside the caller's
+    transaction; returns how many each key was granted (at most what was asked, never past the
+    cap, whatever runs at the same time). Rows are locked in one order: no deadlock between
+    two submissions touching the same players."""
+    asked = Counter(key for key, _ in wanted)
+    caps = dict(wanted)
+    keys = sorted(asked)
+    if not keys:
+        return {}
+    boards = pgarrays.ints(k[0] for k in keys)
+    players = pgarrays.ints(k[1] for k in keys)
+    periods = pgarrays.texts(k[2] for k in keys)
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO competitions_tournamentattempt (board_id, player_id, period, used, granted)
+            SELECT u.b, u.p, u.per, 0, 0 FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS u(b, p, per)
+            ORDER BY u.b, u.p, u.per
+            ON CONFLICT (board_id, player_id, period) DO NOTHING
+            """,
+            [boards, players, periods],
+        )
+        cur.execute(
+            """
+            SELECT 1 FROM competitions_tournamentattempt a
+            JOIN unnest(%s::bigint[], %s::bigint[], %s::text[]) AS u(b, p, per)
+              ON a.board_id = u.b AND a.player_id = u.p AND a.period = u.per
+            ORDER BY a.board_id, a.player_id, a.period
+            FOR UPDATE OF a
+            """,
+            [boards, players, periods],
+        )
+        # SET's right-hand sides read the row as it was: `granted` is what this UPDATE adds
+        cur.execute(
+            """
+            UPDATE competitions_tournamentattempt a
+            SET used = LEAST(a.used + u.n, u.cap), granted = LEAST(u.n, u.cap - a.used)
+            FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::int[], %s::int[]) AS u(b, p, per, n, cap)
+            WHERE a.board_id = u.b AND a.player_id = u.p AND a.period = u.per AND a.used < u.cap
+            RETURNING a.board_id, a.player_id, a.period, a.granted
+            """,
+            [
+                boards,
+                players,
+                periods,
+                pgarrays.ints(asked[k] for k in keys),
+                pgarrays.ints(caps[k] for k in keys),
+            ],
+        )
+        return {(b, p, per): granted for b, p, per, granted in cur.fetchall()}
