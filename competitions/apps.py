@@ -6,6 +6,7 @@ class CompetitionsConfig(AppConfig):
     name = "competitions"
 
     def ready(self) -> None:
+        from competitions.leagues import LeaguePlacement, league_parse, league_settle
         from competitions.rules import TournamentRefusals
         from competitions.settlement import rewards_parse, webhooks_parse
         from competitions.tournaments import tournament_parse
@@ -19,4 +20,8 @@ class CompetitionsConfig(AppConfig):
         result_refusals_register(TournamentRefusals(), uid="competitions.tournaments")
         board_table_register("rewards", rewards_parse)
         board_table_register("webhooks", webhooks_parse)
+        board_table_register("league", league_parse)
+        result_refusals_register(LeaguePlacement(), uid="competitions.leagues")
+        # the leagues' outcome first: the settlement event is written after it, in the same transaction
+        freeze_hook_register(league_settle, uid="competitions.leagues")
         freeze_hook_register(webhook_events_write, uid="competitions.webhooks")

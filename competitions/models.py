@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from scores.models import Board, Game, Player
+from scores.models import Board, Game, Player, Season
 
 
 class TournamentSize(models.Model):
@@ -116,3 +116,55 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_id} -> {self.url}: {self.state}"
+
+
+class LeagueGroup(models.Model):
+    """One group of a league's tier in a season. `size` is the members placed in it: the
+    placement's conditional UPDATE (`size < league size`) is the only writer."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="+")
+    tier = models.PositiveSmallIntegerField()  # index into the league's tiers, 0 the lowest
+    size = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["board", "season", "tier", "id"], name="league_group_open")]
+
+    def __str__(self) -> str:
+        return f"group {self.pk} (tier {self.tier})"
+
+
+class LeagueMember(models.Model):
+    """A player's place in a season of a league: the unique constraint places them once."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="+")
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+    tier = models.PositiveSmallIntegerField()
+    group = models.ForeignKey(LeagueGroup, on_delete=models.CASCADE, null=True, related_name="members")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["board", "season", "player"], name="league_member_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player_id} in group {self.group_id}"
+
+
+class LeagueOutcome(models.Model):
+    """The tier a player plays in after a season, from that season's frozen group standings
+    (rewritten by each re-freeze)."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="+")
+    player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
+    tier_next = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["board", "season", "player"], name="league_outcome_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player_id} after {self.season_id}: tier {self.tier_next}"

@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/v1/", include("competitions.urls")),
     path(BOARD, include("boards.urls")),
     path(BOARD, include("seasons.urls")),
+    path(BOARD, include("competitions.board_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),

@@ -52,6 +52,8 @@ class BoardSpec(BoardDefinition):
     tournament: tuple[tuple[str, Any], ...] | None = None
     # settlement rewards by frozen rank (docs/competitions.md), parsed like the tournament table
     rewards: tuple[tuple[str, Any], ...] = ()
+    # a league's tiers and groups over the season window (docs/competitions.md), like the above
+    league: tuple[tuple[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retentio
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
     "anticheat", "format", "shards", "exact_rank_limit", "min_total", "tournament",
-    "rewards",
+    "rewards", "league",
 }  # fmt: skip
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
@@ -243,6 +245,7 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         min_total=min_total,
         tournament=_tournament(raw, p, windows),
         rewards=_registered_table(raw, "rewards", p),
+        league=_league(raw, p, windows),
     )
     problem = encoding.budget_problem(spec)
     if problem:
@@ -279,6 +282,16 @@ def _tournament(raw: dict[str, Any], p: str, windows: list[str]) -> tuple[tuple[
     except ValueError as exc:
         key, message = exc.args
         raise ConfigError(p + "tournament" + (f".{key}" if key else ""), message) from None
+
+
+def _league(raw: dict[str, Any], p: str, windows: list[str]) -> tuple[tuple[str, Any], ...] | None:
+    if "league" not in raw:
+        return None
+    if "season" not in windows:
+        raise ConfigError(p + "windows", 'a league plays over the season window: keep "season"')
+    if "tournament" in raw:
+        raise ConfigError(p + "league", "a board is a tournament or a league, not both")
+    return _registered_table(raw, "league", p)
 
 
 def _registered_table(raw: dict[str, Any], name: str, p: str) -> tuple[tuple[str, Any], ...]:

@@ -75,6 +75,8 @@ class Board(models.Model):
     tournament = models.JSONField(null=True, blank=True)
     # settlement reward tiers by frozen rank (docs/competitions.md)
     rewards = models.JSONField(default=list, blank=True)
+    # a league board's tiers, group size, promotion and relegation (docs/competitions.md), else null
+    league = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]

@@ -142,6 +142,7 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "min_total": bs.min_total,
                 "tournament": dict(bs.tournament) if bs.tournament is not None else None,
                 "rewards": dict(bs.rewards).get("tiers", []),
+                "league": dict(bs.league) if bs.league is not None else None,
             }
             board = existing.get(bs.slug)
             if board is None:

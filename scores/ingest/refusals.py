@@ -1,10 +1,10 @@
 """Results a new match may not count, per result: asked of the apps that register here in their
-AppConfig.ready() (competitions/ registers its tournaments' rules: docs/competitions.md), so the
-durable core calls them without importing them.
+AppConfig.ready() (competitions/ registers its tournaments' rules, and its leagues' placement,
+which refuses nothing: docs/competitions.md), so the durable core calls them without importing them.
 
 They are asked inside the submission's transaction, after the append and the anti-cheat rules,
-about the matches those kept; whatever they count (a tournament's attempts) is counted in that
-transaction, so a submission that rolls back counts nothing."""
+about the matches those kept; whatever they count or record (a tournament's attempts, a league
+placement) is written in that transaction, so a submission that rolls back counts nothing."""
 
 from __future__ import annotations
 

@@ -82,6 +82,7 @@ class BoardConfig(BoardDefinition):
     # a tournament board's settings (docs/competitions.md; competitions/ reads them), else None
     tournament: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     rewards: list[dict[str, Any]] = field(default_factory=list, compare=False, hash=False)  # settlement tiers
+    league: dict[str, Any] | None = field(default=None, compare=False, hash=False)  # competitions/ reads it
 
     def region(self, slug: str) -> RegionConfig | None:
         return next((r for r in self.regions if r.slug == slug), None)
@@ -128,6 +129,7 @@ def _load_game(slug: str) -> GameConfig | None:
             min_total=b.min_total,
             tournament=b.tournament,
             rewards=list(b.rewards or []),
+            league=b.league,
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 
 from anticheat.thresholds import DEFAULTS, Thresholds
-from competitions import tournaments
+from competitions import leagues, tournaments
 from scores import config
 
 DOC = Path(settings.BASE_DIR) / "docs" / "game-config.md"
@@ -39,6 +39,7 @@ def test_every_key_of_every_table_is_documented() -> None:
     assert set(doc["`anticheat"]) == {f.name for f in dataclasses.fields(Thresholds)}
     assert set(doc["`[boards.tournament]`"]) == tournaments._KEYS
     assert set(doc["`[[webhooks]]`"]) == {"url", "events"}
+    assert set(doc["`[boards.league]`"]) == leagues._KEYS
 
 
 def test_the_documented_defaults_are_the_parsers() -> None:

@@ -53,6 +53,7 @@ export class InvalidMatchId extends BadRequest { static override code = "invalid
 export class InvalidPlayer extends BadRequest { static override code = "invalid_player"; }
 export class EndedAtInFuture extends BadRequest { static override code = "ended_at_in_future"; }
 export class ScoreOutOfBounds extends BadRequest { static override code = "score_out_of_bounds"; }
+export class InvalidCursor extends BadRequest { static override code = "invalid_cursor"; }
 export class RuleRejected extends BadRequest { static override code = "rule_rejected"; }
 export class RegionChanged extends BadRequest { static override code = "region_changed"; }
 export class NotInTournament extends BadRequest { static override code = "not_in_tournament"; }
@@ -83,7 +84,7 @@ const STATUS_CLASSES: (typeof ApiError)[] = [
 ];
 const CODE_CLASSES: (typeof ApiError)[] = [
   InvalidJson, InvalidBody, InvalidMatch, InvalidMatchId, InvalidPlayer, EndedAtInFuture, ScoreOutOfBounds,
-  RuleRejected, RegionChanged, NotInTournament, TournamentClosed, NoAttemptsLeft, NotAuthenticated,
+  InvalidCursor, RuleRejected, RegionChanged, NotInTournament, TournamentClosed, NoAttemptsLeft, NotAuthenticated,
   AuthenticationFailed, UnknownGame, UnknownBoard, UnknownRegion, UnknownPlayer, UnknownWindow, NotFrozen,
   UnknownVersion, UnknownMatch, MatchConflict, MatchVoided, TournamentFull, TournamentEnded, Overloaded,
   DatabaseUnavailable,

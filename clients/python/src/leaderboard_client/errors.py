@@ -143,6 +143,12 @@ class ScoreOutOfBounds(BadRequest):
     code = "score_out_of_bounds"
 
 
+class InvalidCursor(BadRequest):
+    """A `top` cursor that is not one the service gave, or sent with an offset (contract 13.4)."""
+
+    code = "invalid_cursor"
+
+
 class RuleRejected(BadRequest):
     """An anti-cheat rule refused the match (docs/moderation.md)."""
 
