@@ -60,6 +60,8 @@ BARE_PATH = "/bench/bare"
 TOP_LIMIT = 100
 DEEP_MAX_OFFSET = 10_000  # the contract's largest offset
 AROUND = 5
+BIG_FRIENDS = 1000  # the contract's largest friend list: the friends (1000) scenario
+BIG_FRIEND_PLAYERS = 100  # players who have that many (fewer on small boards)
 HISTORY_DAYS = 365  # values were reached at a random second of the last year
 TIED_SHARE = 0.005  # players who share their value and second with another (same match, same score)
 CHECK_PLAYERS = 20
@@ -105,13 +107,17 @@ def generate_values(shape: BoardShape, n: int, rng: random.Random) -> tuple[Valu
     return Values(values, seconds, encoded), tied
 
 
-def friend_lists(n: int, players: int, friends: int, rng: random.Random) -> dict[int, list[int]]:
-    """`players` random players (pks 1..n), each with `friends` distinct friends among the others.
+def friend_lists(
+    n: int, players: int, friends: int, rng: random.Random, avoid: frozenset[int] = frozenset()
+) -> dict[int, list[int]]:
+    """`players` random players (pks 1..n, none in `avoid`), each with `friends` distinct friends
+    among the others.
 
-    Friends are drawn outside the chosen players, so each has exactly `friends` (a friend may
-    be drawn by several). Pairs are unique, never a player with itself."""
-    chosen = rng.sample(range(1, n + 1), players)
-    excluded = set(chosen)
+    Friends are drawn outside the chosen players (and `avoid`: the owners of other lists), so
+    each has exactly `friends` (a friend may be drawn by several). Pairs are unique, never a
+    player with itself."""
+    chosen = rng.sample(sorted(set(range(1, n + 1)) - avoid) if avoid else range(1, n + 1), players)
+    excluded = set(chosen) | avoid
     lists: dict[int, list[int]] = {}
     for pk in chosen:
         picked: set[int] = set()
@@ -145,6 +151,7 @@ class Fixture:
     rank_pool: list[int]
     friend_owners: list[int]
     tied_pks: list[int]
+    big_friend_owners: list[int] = field(default_factory=list)  # players with BIG_FRIENDS friends
     setup: dict[str, Any] = field(default_factory=dict)  # timings and counts, for the JSON
     values: list[int] = field(default_factory=list)  # player pk i + 1's value on the board's `all` window
     board: environment.BoardInfo | None = None
@@ -195,7 +202,10 @@ def set_up(
     load_steps = load_board(pg, game, board, values)
     step("copy_values")
     lists = friend_lists(args.players, args.friend_players, args.friends, rng)
-    friendship_rows = load_friendships(pg, lists)
+    # a few players with the contract's largest list (friends (1000)), apart from the others
+    big_owners = min(BIG_FRIEND_PLAYERS, max(0, (args.players - len(lists) - BIG_FRIENDS) // 10))
+    big_lists = friend_lists(args.players, big_owners, BIG_FRIENDS, rng, avoid=frozenset(lists)) if big_owners else {}
+    friendship_rows = load_friendships(pg, {**lists, **big_lists})
     step("copy_friendships")
     environment.log(f"{friendship_rows:,} friendship rows; rebuilding board {board.slug} through boards_rebuild")
     from boards import services as board_services
@@ -225,7 +235,7 @@ def set_up(
     step("rebuild")
     rank_pool = rng.sample(range(1, args.players + 1), min(args.token_pool, args.players))
     expires_at = datetime.now(UTC) + timedelta(days=1)
-    tokens = {pk: make_player_token(game, pk, expires_at, f"p{pk}") for pk in {*rank_pool, *lists}}
+    tokens = {pk: make_player_token(game, pk, expires_at, f"p{pk}") for pk in {*rank_pool, *lists, *big_lists}}
     step("tokens")
     release_django_connections()
     counts = Counter(values.encoded)
@@ -240,6 +250,7 @@ def set_up(
         tokens=tokens,
         rank_pool=rank_pool,
         friend_owners=sorted(lists),
+        big_friend_owners=sorted(big_lists),
         tied_pks=tied_pks,
         values=values.values,
         board=board,
@@ -254,7 +265,12 @@ def set_up(
                 "players_in_ties": tied,
                 "updated_at": "a day ago (as bench.memory: the rebuild's catch-up replays none)",
             },
-            "friendships": {"players": len(lists), "friends_each": args.friends, "rows": friendship_rows},
+            "friendships": {
+                "players": len(lists),
+                "friends_each": args.friends,
+                "players_with_1000": len(big_lists),
+                "rows": friendship_rows,
+            },
             "rebuild": {
                 **{k: getattr(report, k) for k in ("boards", "windows", "entries", "caught_up", "seconds")},
                 "wall_seconds": round(rebuild_seconds, 3),
@@ -347,6 +363,13 @@ def scenarios(fx: Fixture, board: str, rng: random.Random) -> dict[str, Scenario
             owner,
             fx.friend_owners,
         ),
+        Scenario(
+            "friends-1000",
+            "token",
+            lambda pk: get(f"{base}/players/p{pk}/friends", bearer(pk)),
+            lambda: rng.choice(fx.big_friend_owners),
+            fx.big_friend_owners,
+        ),
     ]
     return {s.name: s for s in all_scenarios}
 
@@ -404,6 +427,7 @@ SCENARIO_REQUESTS = {
     "rank": f"GET .../players/<random pool player>?around={AROUND}, that player's bearer token",
     "rank-signed": f"GET .../players/<random pool player>?around={AROUND}, signed with a server key",
     "friends": "GET .../players/<random friend-list owner>/friends, that player's bearer token",
+    "friends-1000": f"GET .../players/<random owner of {BIG_FRIENDS} friends>/friends, that player's bearer token",
 }
 
 

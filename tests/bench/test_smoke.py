@@ -20,7 +20,9 @@ from django.conf import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-HTTP_SCENARIOS = ("bare", "naive-sql", "top", "rank", "rank-open", "friends", "mixed", "single", "batch")
+HTTP_SCENARIOS = (
+    "bare", "naive-sql", "top", "top-origin", "rank", "rank-open", "friends", "friends-1000", "mixed", "single", "batch",
+)  # fmt: skip
 ROWS = (
     "redis-benchmark ZADD",
     "redis-benchmark ZREVRANK",
@@ -28,9 +30,11 @@ ROWS = (
     "naive SQL rank",
     "single-match ingest",
     "batch ingest",
-    "top (cached)",
+    "top (edge)",
+    "top (origin)",
     "rank around=5",
     "friends (200)",
+    "friends (1000)",
     "mixed 5/60/30/5",
     "freshness (2xx to visible)",
 )

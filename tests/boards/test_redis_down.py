@@ -145,3 +145,23 @@ def test_outbox_replays_what_redis_missed_when_it_comes_back_with_its_data(
     assert services.board_index_heal(grace_seconds=0) == 2  # no rebuild needed: the outbox replays both
     assert _board_members(board) == _expected(board)
     assert not BoardOutbox.objects.exists()
+
+
+def test_paging_by_cursor_goes_on_from_postgres_while_redis_is_down(
+    server: SignedClient, game, throwaway_redis
+) -> None:
+    """boards/cursor.py's fallback (scores.selectors.durable_after): the same order, exact ranks."""
+    scores = {"p1": 500, "p2": 400, "p3": 400, "p4": 300, "p5": 100}
+    results = [{"player": p, "board": "rating", "score": s} for p, s in scores.items()]
+    assert (
+        server.post(URL, {"match_id": "m", "ended_at": "2026-11-28T12:00:00Z", "results": results}).status_code == 201
+    )
+    top = "/api/v1/games/chess/boards/rating/top"
+    first = server.client.get(f"{top}?limit=2").json()
+    assert [e["player"] for e in first["entries"]] == ["p1", "p2"]
+    throwaway_redis.stop()
+    page = server.client.get(f"{top}?limit=2&cursor={first['next_cursor']}").json()
+    assert page["degraded"] is True and page["total"] == 5
+    assert [(e["rank"], e["player"]) for e in page["entries"]] == [(3, "p3"), (4, "p4")]
+    last = server.client.get(f"{top}?limit=2&cursor={page['next_cursor']}").json()
+    assert [(e["rank"], e["player"]) for e in last["entries"]] == [(5, "p5")] and last["next_cursor"] is None

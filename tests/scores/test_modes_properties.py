@@ -3,7 +3,8 @@ their floor: docs/encoding.md, "Values that fall") end,
 after any interleaving of submissions (retries, duplicates, batches, results older than the
 value they meet), projector batches, crashes before a commit and between the commit and the
 Redis write, voids and full rebuilds, with Postgres and Redis holding exactly what the
-plain-Python reference model holds for the matches still counting."""
+plain-Python reference model holds for the matches still counting: on one Redis, and on the
+local Redis Cluster with boards of 4 shards."""
 
 from __future__ import annotations
 
@@ -13,19 +14,19 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from anticheat.services import Actor, matches_void
-from boards import selectors
+from boards import index, selectors
 from boards.receivers import mirror_accepted_scores
 from boards.services import boards_rebuild, outbox_drain
-from rediskit import keys
-from rediskit.client import get_redis
 from scores.models import Board, Match, PlayerValue
 from scores.projection import batch_apply, pending_apply
 from scores.selectors import cached_board
 from scores.signals import score_accepted
-from tests.conftest import game_with_boards, reset_results
+from tests.conftest import game_with_boards, reset_results, set_keys
 from tests.factories import SeasonFactory
 from tests.reference import RefBoard, Reference
 from tests.scores.test_projector_properties import SEASON
+
+pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
 
 BOARDS = [
     RefBoard("elo", "desc", "latest", 0, 5),
@@ -96,7 +97,7 @@ def _without_redis_write(max_matches: int) -> None:
         score_accepted.connect(mirror_accepted_scores, dispatch_uid="boards.mirror_accepted_scores")
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(operation, min_size=1, max_size=16))
 # a fall, then an older result arriving late (it must not win), then the latest voided: the
 # value before it comes back
@@ -188,7 +189,6 @@ def test_boards_that_fall_under_any_interleaving_match_the_reference(world, ops)
         for pv in PlayerValue.objects.select_related("board", "player")
     }
     assert values == {k: (v.value, v.reached_at) for k, v in ref.values.items()}
-    r = get_redis()
     for board in Board.objects.filter(game=game):
         windows = {w for b, w in ref.windows_with_values() if b == board.slug} | {"all"}
         for window in windows:
@@ -196,4 +196,4 @@ def test_boards_that_fall_under_any_interleaving_match_the_reference(world, ops)
             got = selectors.board_range(cached_board("modes", board_slug=board.slug), window=window, start=0, stop=50)
             assert [e.external_id for e in got] == want, (board.slug, window)
             assert [e.value for e in got] == [ref.values[(board.slug, window, p)].value for p in want]
-            assert r.zcard(keys.board_key(board.id, window)) == len(want)
+            assert sum(index.index().zcard(k) for k in set_keys(board.id, window)) == len(want)
