@@ -55,22 +55,7 @@ def _slice(board: BoardConfig, window: str, start: int, count: int) -> DurableSl
             """,
             [board.id, window, start, count],
         )
-        fetched = cur.fetchall()
-        parts = sorted({e >> encoding.TIME_BITS for _, e, *_ in fetched})
-        better = {}
-        for part in parts:
-            cur.execute(
-                'SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND encoded >= %s',
-                [board.id, window, (part + 1) << encoding.TIME_BITS],
-            )
-            better[part] = cur.fetchone()[0]
-    return DurableSlice(
-        total=total,
-        start=start,
-        rows=[(pk, e) for pk, e, *_ in fetched],
-        better=better,
-        profiles={pk: Profile(ext, name, json_value(meta), e) for pk, e, ext, name, meta in fetched},
-    )
+        return _slice_of(cur, board, window, total, start, cur.fetchall())
 
 
 def durable_range(board: BoardConfig, *, window: str, start: int, stop: int) -> DurableSlice:
@@ -98,14 +83,19 @@ def durable_after(board: BoardConfig, *, window: str, encoded: int, player: str,
             """,
             [board.id, window, encoded, encoded, player, count],
         )
-        fetched = cur.fetchall()
-        better = {}
-        for part in sorted({e >> encoding.TIME_BITS for _, e, *_ in fetched}):
-            cur.execute(
-                'SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND encoded >= %s',
-                [board.id, window, (part + 1) << encoding.TIME_BITS],
-            )
-            better[part] = cur.fetchone()[0]
+        return _slice_of(cur, board, window, total, start, cur.fetchall())
+
+
+def _slice_of(cur, board: BoardConfig, window: str, total: int, start: int, fetched: list[tuple]) -> DurableSlice:
+    """The slice of the fetched rows (player_id, encoded, external_id, display_name, metadata),
+    with how many players are ahead of each score part on the page (shared ranks)."""
+    better = {}
+    for part in sorted({e >> encoding.TIME_BITS for _, e, *_ in fetched}):
+        cur.execute(
+            'SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND "window" = %s AND encoded >= %s',
+            [board.id, window, (part + 1) << encoding.TIME_BITS],
+        )
+        better[part] = cur.fetchone()[0]
     return DurableSlice(
         total=total,
         start=start,
