@@ -50,6 +50,9 @@ class TournamentListApi(APIView):
     class OutputSerializer(serializers.Serializer):
         tournaments = serializers.ListField(child=serializers.DictField())
 
+        class Meta:
+            ref_name = "TournamentList"  # the schema's component name: every view's is "Output"
+
     @extend_schema(
         operation_id="tournaments_list",
         summary="The game's tournaments: active, upcoming or ended",
@@ -92,6 +95,9 @@ class TournamentJoinApi(APIView):
     class OutputSerializer(serializers.Serializer):
         joined = serializers.BooleanField()
         size = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "TournamentJoin"
 
     @extend_schema(
         operation_id="tournaments_join",

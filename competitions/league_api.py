@@ -33,6 +33,9 @@ class LeagueApi(PlayerReadApi):
             allow_null=True, help_text="ranks from this one down move down a tier (null: none)"
         )
 
+        class Meta:
+            ref_name = "LeagueGroup"  # the schema's component name: every view's is "Output"
+
     @extend_schema(
         operation_id="boards_player_league",
         summary="The player's league group in a season",
