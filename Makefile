@@ -1,7 +1,7 @@
 # Developer entry points; docs/dev-environment.md explains what they find or start.
 #
 #   make run                      the whole service in the foreground (PORT=8000, DEMO=0 skips the demo)
-#   make test [PYTEST_ARGS=...]   ruff, then the test suite against a real PostgreSQL and Redis
+#   make test [PYTEST_ARGS=...]   ruff (lint and format), mypy (scripts/typecheck.py), then the test suite (coverage report at the end) against a real PostgreSQL and Redis
 #                                 (and headless chromium for tests/e2e: installed as root if missing)
 #   make manage ARGS="..."        a manage.py command in the same environment as `make run`
 #   make lint                     ruff check + ruff format --check
@@ -56,8 +56,10 @@ run: venv
 	$(VENV_PY) scripts/run.py
 
 test: venv browser axe jsclient
-	@if [ -x $(VENV)/bin/ruff ]; then echo "==> ruff check ."; $(VENV)/bin/ruff check .; fi
-	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest $(PYTEST_ARGS)
+	@echo "==> ruff check ."; $(VENV)/bin/ruff check .
+	@echo "==> ruff format --check ."; $(VENV)/bin/ruff format --check .
+	@echo "==> mypy against its baseline (scripts/typecheck.py)"; $(VENV_PY) scripts/typecheck.py
+	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest --cov --cov-report=term $(PYTEST_ARGS)
 
 # The browser tests (tests/e2e/) drive Debian's chromium through chromedriver at these paths;
 # nothing downloads a browser. Present: nothing to do; root with apt-get: install; else say what.

@@ -55,11 +55,11 @@ class RecentHistoryRule:
                 candidates.append((res, board, t))
         past = history.previous_scores(wanted=[(res.player_id, board.id, res.match_pk) for res, board, _ in candidates])
         for res, board, t in candidates:
-            previous = [encoding.value_part(board, s) for s in past[(res.player_id, board.id, res.match_pk)]]
+            previous = [encoding.score_part(board, s) for s in past[(res.player_id, board.id, res.match_pk)]]
             if len(previous) < t.async_history_min_results:
                 continue
             median = statistics.median(previous)
-            part = encoding.value_part(board, res.score)
+            part = encoding.score_part(board, res.score)
             if part > median * t.async_history_factor and part - median >= max(1, t.history_min_gap):
                 out[res.match_pk] = Verdict(
                     "hold",

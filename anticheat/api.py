@@ -1,4 +1,4 @@
-"""Moderation endpoints for game servers' anti-cheat services (contract section 8, scope
+"""Moderation endpoints for game servers' anti-cheat services (docs/api.md §8, scope
 `moderate`): void and approve. Thin, like every API view: parse, call a service, render."""
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from rest_framework.response import Response
 
 from anticheat import services as moderation
 from leaderboard_project.errors import ErrorBodySerializer
-from scores.api.common import ERRORS, ServerApiView
+from scores.api.common import ERRORS, ServerApiView, TextField
 from scores.auth import server_key_permission
 from scores.ids import match_id_check
 
 
 class VoidInSerializer(serializers.Serializer):
-    reason = serializers.CharField(min_length=1, max_length=2000, trim_whitespace=True)
+    reason = TextField(min_length=1, max_length=2000, trim_whitespace=True)
 
 
 class ApproveInSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    reason = TextField(required=False, allow_blank=True, max_length=2000)
 
 
 class ModerationOutSerializer(serializers.Serializer):
@@ -73,7 +73,7 @@ class MatchApproveApi(ModerationApiView):
         },
     )
     def post(self, request: Request, game: str, match_id: str) -> Response:
-        body = ApproveInSerializer(data=request.data or {})
+        body = ApproveInSerializer(data=request.data)  # no body at all is {} here; 0, [] or "" are not
         body.is_valid(raise_exception=True)
         match = moderation.match_get(game=self.game(), match_id=match_id_check(match_id))
         match = moderation.match_approve(

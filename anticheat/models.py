@@ -1,4 +1,4 @@
-"""Anti-cheat and moderation (contract section 8): the audit log, why a match is under review,
+"""Anti-cheat and moderation (docs/api.md §8): the audit log, why a match is under review,
 the per-player submission counters of the rate rule, and the statistics the heavier rules
 compare against. The review queue is a proxy of scores.Match (ReviewMatch)."""
 

@@ -232,7 +232,7 @@ def _plan(pks: Sequence[int], before: dict[Ref, int], after: dict[Ref, int]) -> 
 def _standings(
     boards: dict[int, BoardConfig], windows: list[tuple[int, str]], players: list[int]
 ) -> dict[Ref, PreviewStanding]:
-    """The players' value and rank per window, in the contract's order, from Postgres."""
+    """The players' value and rank per window, in the board order (docs/api.md §6), from Postgres."""
     out: dict[Ref, PreviewStanding] = {}
     for board_id, window in windows:
         board = boards[board_id]

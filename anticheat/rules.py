@@ -257,17 +257,18 @@ class PlayerHistoryRule:
         for i, match in ctx.matches.items():
             for r in match.results:
                 board = ctx.board(r.board)
-                previous = known.get((board.id, r.player))
-                if previous is None:
+                known_part = known.get((board.id, r.player))
+                if known_part is None:
                     continue
+                previous = known_part // encoding.subradix(board)  # the score's part: sub-scores aside
                 t = ctx.thresholds(r.board)
-                part = encoding.value_part(board, r.score)
+                part = encoding.score_part(board, r.score)
                 if part > previous * t.history_factor and part - previous >= max(1, t.history_min_gap):
                     out[i] = Verdict(
                         "hold",
                         self.name,
                         f"{r.player!r} scored {r.score} on {r.board!r}, far above their best "
-                        f"({encoding.decode_value(board, previous << encoding.TIME_BITS)})",
+                        f"({encoding.decode_score_part(board, previous)})",
                         {"player": r.player, "board": r.board, "score": r.score},
                     )
                     break
@@ -302,7 +303,7 @@ class BoardTopRule:
                     continue
                 if stats.sample < t.top_min_sample:
                     continue
-                part = encoding.value_part(board, r.score)
+                part = encoding.score_part(board, r.score)
                 limit = stats.top_value_part * (1 + t.top_margin_percent / 100)
                 if part > max(limit, stats.top_value_part):
                     out[i] = Verdict(

@@ -1,4 +1,4 @@
-"""Moderation writes (contract section 8): void, approve, hold and flag, bulk voids (by player,
+"""Moderation writes (docs/api.md §8): void, approve, hold and flag, bulk voids (by player,
 by server key), erasing a player, key revocation. The admin, the API and the Celery checks
 all go through these; each writes its audit entries in its own transaction (the statistics
 the rules compare against are anticheat/after.py's).

@@ -83,7 +83,7 @@ def check_run_args(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     if given.get("warmup", 0) < 0:
         parser.error("--warmup must not be negative")
     if "batch_size" in given and not 1 <= args.batch_size <= 1000:
-        parser.error("--batch-size must be 1-1000 (contract section 4)")
+        parser.error("--batch-size must be 1-1000 (docs/api.md §4)")
     if "friends" in given and args.players <= args.friend_players + args.friends:
         parser.error("--players must exceed --friend-players + --friends (friends are drawn among the others)")
 

@@ -1,10 +1,11 @@
-"""Issue 15's measurements: the ranking index on one Redis vs the project-local Redis Cluster.
+"""The Redis Cluster measurements (docs/BENCHMARKS.md, "Redis Cluster: sharded boards"): the
+ranking index on one Redis vs the project-local Redis Cluster.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/leaderboard_bench_cluster REDIS_URL=redis://127.0.0.1:6379/9 \\
-      .venv/bin/python scripts/services.py exec -- .venv/bin/python -m bench.cluster [--tail 1000000,10000000]
+    .venv/bin/python -m bench.cluster [--tail 1000000,10000000] [--only fanout,tail,kill] [--code REV|DIR]
 
-In process (Django set up here, PROJECTOR_INLINE=1), on a database and a Redis db of its own
-(it flushes both), and the cluster scripts/cluster.py starts under .local/cluster/ (3 masters,
+In process (Django set up here, PROJECTOR_INLINE=1), where the suite runs (bench/environment.py:
+the bench database, created and migrated afresh, and the bench Redis db, under the benchmarks'
+lock), and on the cluster scripts/cluster.py starts under .local/cluster/ (3 masters,
 3 replicas; the only servers it kills). Three scenarios, printed as they finish:
 
 1. fan-out: the real write path (boards.services.values_write, five windows per result, in
@@ -37,32 +38,14 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
-os.environ["PROJECTOR_INLINE"] = "1"
+from bench import environment, loadgen
+from bench.cli import add_run_args, bench_parser, run_benchmark
+from bench.code import CodeTree
 
 
 def log(message: str) -> None:
     print(message, flush=True)
-
-
-def setup() -> str:
-    import django
-
-    if "bench" not in os.environ.get("DATABASE_URL", ""):
-        sys.exit("bench.cluster flushes its database and Redis: DATABASE_URL must name a *bench* database")
-    if os.environ.get("REDIS_URL", "").rstrip("/").endswith("/0"):
-        sys.exit("bench.cluster flushes its Redis db: set REDIS_URL to a db of its own (not 0)")
-    django.setup()
-    from django.core.management import call_command
-
-    from scripts import cluster
-
-    call_command("migrate", verbosity=0)
-    return cluster.ensure_cluster()
 
 
 def use(topology: str, url: str) -> None:
@@ -251,7 +234,6 @@ def tail(url: str, n: int) -> None:
 
 def primary_killed(url: str, seconds: float) -> None:
     from django.test import Client
-    from leaderboard_client.signing import sign
     from redis.cluster import RedisCluster
 
     from boards import index, tasks
@@ -274,7 +256,7 @@ def primary_killed(url: str, seconds: float) -> None:
             result = {"player": f"k{i}", "board": "rating", "score": i % 1000}
             body = json.dumps({"match_id": f"k{i}", "ended_at": "2026-11-28T12:00:00Z", "results": [result]}).encode()
             path = f"/api/v1/games/{cfg.game_slug}/matches"
-            headers = {"X-Key-Id": key.key_id, "X-Signature": sign(secret, "POST", path, body)}
+            headers = {"X-Key-Id": key.key_id, "X-Signature": loadgen.sign(secret, "POST", path, body)}
             status = client.post(path, body, content_type="application/json", headers=headers).status_code
             (accepted if status in (200, 201) else errors).append(f"k{i}" if status < 300 else status)
             i += 1
@@ -329,8 +311,6 @@ def primary_killed(url: str, seconds: float) -> None:
             break
         time.sleep(1.0)
         tasks.sync_pending()
-    stop.set()
-    thread.join()
     lost = missing()
     cluster.start_node(port)  # rejoins as a replica of its promoted one
     log(
@@ -353,14 +333,15 @@ def _slot_served(cluster, ask: int, slot: int, dead: int) -> bool:
     return False
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--players", type=int, default=20_000, help="players of the fan-out scenario")
-    parser.add_argument("--tail", default="1000000", help="members of the tail scenario, comma-separated")
-    parser.add_argument("--seconds", type=float, default=20.0, help="length of the primary-killed load")
-    parser.add_argument("--only", default="fanout,tail,kill")
-    args = parser.parse_args(argv)
-    url = setup()
+def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
+    environment.prepare_database(env)
+    with environment.redis_client(env) as r:
+        environment.flush_redis(r)
+    os.environ["PROJECTOR_INLINE"] = "1"  # each submission projected in its request: no projector process
+    env.setup_django()
+    from scripts import cluster
+
+    url = cluster.ensure_cluster()
     only = set(args.only.split(","))
     log(f"bench.cluster on {os.uname().nodename}, {os.cpu_count()} cores; cluster {url}")
     if "fanout" in only:
@@ -371,6 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     if "kill" in only:
         primary_killed(url, args.seconds)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser("python -m bench.cluster", __doc__)
+    # players: of the fan-out scenario; seconds: the primary-killed load
+    add_run_args(parser, "players", "seconds", "code", players=20_000, seconds=20.0)
+    parser.add_argument("--tail", default="1000000", help="members of the tail scenario, comma-separated")
+    parser.add_argument("--only", default="fanout,tail,kill")
+    return run_benchmark(parser.parse_args(argv), run, wait=True)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,9 @@ postmaster, so the short-lived backends of other databases land in `postgres` to
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +57,23 @@ def _processes() -> dict[int, _Proc]:
             child_ticks=int(fields[13]) + int(fields[14]),
         )
     return out
+
+
+def process_seconds(pid: int) -> float:
+    """CPU seconds (user + system) one process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def busy_ticks() -> tuple[int, int]:
@@ -200,27 +215,6 @@ class CpuMeter:
         if proc.comm.startswith("redis-server"):
             return "redis"
         return "other"
-
-
-@contextlib.contextmanager
-def metered(meter: CpuMeter, interval: float = 0.5) -> Iterator[dict[str, float]]:
-    """Meter the block from a background thread; the dict is filled when the block ends."""
-    result: dict[str, float] = {}
-    done = threading.Event()
-
-    def ticker() -> None:
-        while not done.wait(interval):
-            meter.tick()
-
-    meter.start()
-    thread = threading.Thread(target=ticker, name="cpu-meter", daemon=True)
-    thread.start()
-    try:
-        yield result
-    finally:
-        done.set()
-        thread.join()
-        result.update(meter.stop())
 
 
 def least_disturbed(

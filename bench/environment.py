@@ -204,6 +204,11 @@ def board_info(conn: psycopg.Connection, board_slug: str) -> BoardInfo:
     return BoardInfo(id=int(row[0]), slug=board_slug, min_score=int(row[1]), max_score=int(row[2]))
 
 
+def board_set_key(board_id: int) -> str:
+    """The sorted set of a board's `all` window (rediskit/keys.py board_key(), unsharded)."""
+    return f"lb:{{{board_id}}}:all"
+
+
 def game_id(conn: psycopg.Connection) -> int:
     row = conn.execute("SELECT id FROM scores_game WHERE slug = %s", (GAME_SLUG,)).fetchone()
     if row is None:
@@ -258,7 +263,7 @@ def flush_redis(client: redis.Redis, wait_freed: bool = True) -> None:
     """Empty the bench Redis db. ASYNC: a 1M-member board takes longer to free than the client's
     socket timeout on a busy machine; Redis frees it in a background thread. With `wait_freed`,
     returns once that is done (polled, with a deadline), so used_memory readings that follow
-    (bench.memory, the suite's bytes per member) do not count what is still being freed."""
+    (the suite's bytes per member) do not count what is still being freed."""
     db = int(client.connection_pool.connection_kwargs.get("db", 0))
     if db != BENCH_REDIS_DB:
         raise BenchError(f"refusing to flush Redis db {db}: only db {BENCH_REDIS_DB} belongs to the benchmarks")

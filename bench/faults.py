@@ -49,15 +49,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-from leaderboard_client.signing import sign  # noqa: E402 - the game servers' signer (docs/clients.md)
+import psycopg
+import redis
 
-from bench.cli import add_run_args  # noqa: E402
-from scripts import services  # noqa: E402
-from scripts.ha import FIRST_PORT as HA_FIRST_PORT  # noqa: E402
-from scripts.ha import HACluster  # noqa: E402
-from scripts.services import (  # noqa: E402
+from bench import environment
+from bench.cli import add_run_args
+from bench.environment import REPO_ROOT, VENV_BIN, BenchEnv, ServerKey
+from bench.loadgen import sign  # the game servers' signer (docs/clients.md)
+from bench.server import ProcessGroup, ServerProcess, background_commands
+from scripts import services
+from scripts.ha import FIRST_PORT as HA_FIRST_PORT
+from scripts.ha import HACluster
+from scripts.services import (
     INITDB_OPTIONS,
     _as_user,
     _free_port,
@@ -68,10 +71,8 @@ from scripts.services import (  # noqa: E402
     redis_server_binary,
 )
 
-VENV_BIN = Path(sys.executable).parent
 FAULTS_DIR = services.LOCAL_DIR / "faults"
-GAME_FILE = REPO_ROOT / "bench" / "game.toml"
-GAME = "bench"
+GAME = environment.GAME_SLUG
 SETTLE_SECONDS = 30.0  # how long acknowledged results may take to reach the board after a heal
 
 
@@ -121,10 +122,9 @@ class LocalPostgres:
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write("listen_addresses = '127.0.0.1'\nunix_socket_directories = ''\nfsync = on\n")
         self.start()
-        subprocess.run(
-            [str(VENV_BIN / "python"), "-c", f"import psycopg; psycopg.connect({self.url.rsplit('/', 1)[0] + '/postgres'!r}, autocommit=True).execute('CREATE DATABASE leaderboard')"],
-            check=True,
-        )  # fmt: skip
+        maintenance = self.url.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(maintenance, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE leaderboard")
 
     def start(self) -> None:
         self._ctl("-l", str(self.data / "log"), "-o", f"-p {self.port}", "-w", "-t", "60", "start")
@@ -200,11 +200,15 @@ class Stack:
     pg: LocalPostgres | HAPostgres
     redis: LocalRedis
     port: int
-    env: dict[str, str]
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    key_id: str = ""
-    secret: str = ""
-    supervisor: subprocess.Popen[bytes] | None = None  # scripts/run.py, on the stack `make run` starts
+    procs: dict[str, ProcessGroup] = field(default_factory=dict)
+    web: ServerProcess | None = None
+    key: ServerKey | None = None
+    supervisor: ProcessGroup | None = None  # scripts/run.py, on the stack `make run` starts
+
+    @property
+    def env(self) -> BenchEnv:
+        """Where the service's processes and manage.py point (the HA cluster's URL is known once it is created)."""
+        return BenchEnv(self.pg.url, self.redis.url)
 
     @property
     def state_file(self) -> Path:
@@ -220,63 +224,32 @@ class Stack:
     def supervise(self) -> None:
         """`make run` itself (DEMO=0) on this stack's servers: its supervisor starts and restarts
         web, the projector, the worker and beat."""
-        env = {**self.env, "PORT": str(self.port), "DEMO": "0", "WEB_WORKERS": "3", "NO_COLOR": "1",
-               "LEADERBOARD_PROCESS_STATE": str(self.state_file)}  # fmt: skip
-        logfile = open(FAULTS_DIR / "run.log", "ab")  # noqa: SIM115 - the child keeps it
-        self.supervisor = subprocess.Popen(
-            [str(VENV_BIN / "python"), "scripts/run.py"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=logfile,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def manage(self, *args: str) -> str:
-        cmd = [str(VENV_BIN / "python"), "manage.py", *args]
-        return subprocess.run(cmd, cwd=REPO_ROOT, env=self.env, check=True, capture_output=True, text=True).stdout
+        env = self.env.process_env(**SERVICE_ENV, PORT=str(self.port), DEMO="0", WEB_WORKERS="3", NO_COLOR="1",
+                                   LEADERBOARD_PROCESS_STATE=str(self.state_file))  # fmt: skip
+        command = [str(VENV_BIN / "python"), "scripts/run.py"]
+        self.supervisor = ProcessGroup("run", command, env, REPO_ROOT, FAULTS_DIR / "run.log")
 
     def start(self, name: str) -> None:
-        commands = {
-            "web": [str(VENV_BIN / "python"), "scripts/web.py", "--port", str(self.port), "--workers", "3"],
-            "projector": [str(VENV_BIN / "python"), "-u", "manage.py", "projector"],
-            "worker": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",
-                       "--concurrency", "2"],
-            "beat": [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING",
-                     "--schedule", str(FAULTS_DIR / "celerybeat-schedule")],
-        }  # fmt: skip
-        logfile = open(FAULTS_DIR / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it
-        self.procs[name] = subprocess.Popen(
-            commands[name],
-            cwd=REPO_ROOT,
-            env=self.env,
-            stdout=logfile,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        """The projector, the Celery worker or beat, as the suite's background starts them (bench/server.py)."""
+        command = background_commands(FAULTS_DIR, append=False)[name]
+        env = self.env.process_env(**SERVICE_ENV)
+        self.procs[name] = ProcessGroup(name, command, env, REPO_ROOT, FAULTS_DIR / f"{name}.log")
 
     def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
-        proc = self.procs[name]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signum)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=20)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        self.procs[name].stop(signum, grace=20)
 
     def stop(self) -> None:
-        if self.supervisor is not None and self.supervisor.poll() is None:
-            os.killpg(self.supervisor.pid, signal.SIGINT)  # Ctrl-C: it stops its processes itself
-            try:
-                self.supervisor.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.supervisor.pid, signal.SIGKILL)
-                self.supervisor.wait()
+        if self.supervisor is not None:
+            self.supervisor.stop(signal.SIGINT, grace=60)  # Ctrl-C: it stops its processes itself
         for name in list(self.procs):
             self.kill(name, signal.SIGTERM)
+        if self.web is not None:
+            self.web.stop()
         self.redis.destroy()
         self.pg.destroy()
+
+
+SERVICE_ENV = {"ANTICHEAT_ASYNC_CHECKS": "0"}  # on top of BenchEnv.process_env()
 
 
 def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
@@ -287,39 +260,35 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
         shutil.rmtree(FAULTS_DIR, ignore_errors=True)
     FAULTS_DIR.mkdir(parents=True, exist_ok=True)
     pg: LocalPostgres | HAPostgres = HAPostgres(FAULTS_DIR) if ha else LocalPostgres(FAULTS_DIR)
-    redis = LocalRedis(FAULTS_DIR)
+    local_redis = LocalRedis(FAULTS_DIR)
     log(f"starting PostgreSQL ({'primary + synchronous standby' if ha else 'one server'}) and Redis on "
-        f"127.0.0.1:{redis.port} under {FAULTS_DIR}")  # fmt: skip
+        f"127.0.0.1:{local_redis.port} under {FAULTS_DIR}")  # fmt: skip
     # the HA stack's web port apart from the plain one's: a plain stack just stopped may still
     # hold its port for a moment
-    stack = Stack(pg, redis, _free_port(58280 if ha else _preferred_port("FAULTS_WEB_PORT", 58080)), {})
+    port = _free_port(58280 if ha else _preferred_port("FAULTS_WEB_PORT", 58080))
+    stack = Stack(pg, local_redis, port)
     try:
         pg.create()
-        redis.start()
-        stack.env = {
-            **os.environ,
-            **services.ensure_secrets(),
-            "DATABASE_URL": pg.url,
-            "REDIS_URL": redis.url,
-            "CELERY_BROKER_URL": redis.url,
-            "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
-            "DEBUG": "0",
-            "ANTICHEAT_ASYNC_CHECKS": "0",
-            "PYTHONUNBUFFERED": "1",
-        }
-        stack.manage("migrate", "--noinput")
-        stack.manage("apply_game_config", str(GAME_FILE))
-        key = json.loads(stack.manage("create_server_key", GAME, "faults"))
-        stack.key_id, stack.secret = key["key_id"], key["secret"]
+        local_redis.start()
+        environment.manage(stack.env, "migrate", "--noinput")
+        environment.manage(stack.env, "apply_game_config", str(environment.GAME_FILE))
+        stack.key = environment.create_server_key(stack.env)
+        # Chosen again now: the port lies in the kernel's ephemeral range, and in the tens of
+        # seconds the servers took to come up an outgoing connection may have been given it
+        # (nginx then failed: "bind() to 127.0.0.1:58280 failed (98: Address already in use)").
+        stack.port = _free_port(stack.port)
         if supervised:
             stack.supervise()
-        else:
-            for name in ("web", "projector", "worker", "beat"):
-                stack.start(name)
-        _wait("web", lambda: _request(stack, "GET", "/healthz")[0] == 200, timeout=90)
-        if supervised:  # and every process the supervisor runs
+            _wait("web", lambda: _request(stack, "GET", "/healthz")[0] == 200, timeout=90)
             _wait("make run's processes", lambda: all(p["up"] for p in stack.processes().values())
                   and len(stack.processes()) >= 4, timeout=60)  # fmt: skip
+        else:
+            stack.web = ServerProcess(
+                "web", stack.env, workers=3, ready_timeout=90, extra_env=SERVICE_ENV, port=stack.port
+            )
+            stack.web.start()
+            for name in ("projector", "worker", "beat"):
+                stack.start(name)
     except BaseException:  # nothing of a stack that did not come up is left running
         stack.stop()
         raise
@@ -441,7 +410,8 @@ FAULTS: list[type[Fault]] = [
 def _request(stack: Stack, method: str, path: str, body: bytes = b"", signed: bool = False) -> tuple[int, bytes]:
     headers = {"Content-Type": "application/json"}
     if signed:
-        headers.update({"X-Key-Id": stack.key_id, "X-Signature": sign(stack.secret, method, path, body)})
+        assert stack.key is not None
+        headers.update({"X-Key-Id": stack.key.key_id, "X-Signature": sign(stack.key.secret, method, path, body)})
     conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=35)
     try:
         conn.request(method, path, body=body or None, headers=headers)
@@ -489,6 +459,18 @@ class Outcome:
             if not self.processes:
                 why.append("the supervisor's state file is missing")
         return why
+
+
+RECOVERY_LIMIT_SECONDS = 30.0  # past the window, the load waits this long at most for the service to heal
+SETTLED_SECONDS = 1.0
+
+
+def _settled(samples: list[Sample], lock: threading.Lock, now: float) -> bool:
+    """Writes and reads answered, all healthy, over the last SETTLED_SECONDS."""
+    with lock:
+        recent = [s for s in samples if s.at >= now - SETTLED_SECONDS - 0.5]
+    kinds = {s.kind for s in recent}
+    return {"submit", "top"} <= kinds and all(s.healthy for s in recent)
 
 
 def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitters: int = 2) -> Outcome:
@@ -541,6 +523,12 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     fault.heal(stack)
     healed = time.monotonic() - started
     time.sleep(max(0.0, seconds - heal_at))
+    # A healed fault may take longer to heal than the window leaves (a restarted projector boots
+    # Django, then drains what waited; until then admission control refuses new writes): the
+    # load goes on until writes and reads have both been healthy for a second, or give up.
+    give_up = time.monotonic() + RECOVERY_LIMIT_SECONDS
+    while time.monotonic() < give_up and not _settled(samples, lock, time.monotonic() - started):
+        time.sleep(0.1)
     stop.set()
     for t in threads:
         t.join()
@@ -588,9 +576,6 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
 
 def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
     """Acknowledged results missing from Postgres, or not on the board once it settled."""
-    import psycopg
-    import redis
-
     if not acked:
         return 0
     with psycopg.connect(stack.pg.url) as conn:
@@ -611,7 +596,7 @@ def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
     members = [str(ids[p]) for _, p, _ in acked if p in ids]
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
-        scores = r.zmscore(f"lb:{{{board_id}}}:all", members) if members else []
+        scores = r.zmscore(environment.board_set_key(board_id), members) if members else []
         off_board = sum(1 for s in scores if s is None)
         if off_board == 0 or time.monotonic() > deadline:
             break

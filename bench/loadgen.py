@@ -9,7 +9,7 @@ falls behind shows it in the latency instead of quietly sending less (coordinate
 Connections are kept alive; when the server closes one (gunicorn's sync workers close after
 every response) the next request opens a new one, and that connect is part of its latency.
 
-Requests are signed as contract section 3 says, by the game servers' client
+Requests are signed as docs/api.md §3.1 says, by the game servers' client
 (leaderboard_client.sign, clients/python/: the one signer on the client side, docs/clients.md):
     X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<METHOD>.<path>.<body>")>
 """

@@ -8,26 +8,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import redis
 
 from bench import cpu, loadgen
 from bench.environment import BENCH_DB_NAME, BenchEnv, connect
-
-
-def _rss_bytes(pid: int) -> int:
-    """A process's resident memory (0 once it is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 class ServerMonitor:
@@ -46,7 +33,6 @@ class ServerMonitor:
         self.redis = r
         self.start_profile = start_profile
         self.cores: dict[str, float] = {}
-        self.loadgen_cpu_seconds = 0.0
         self.peak_bench_connections = 0
         self.peak_all_connections = 0
         self.sessions_opened = 0
@@ -55,7 +41,6 @@ class ServerMonitor:
         self.server_rss_bytes = 0  # resident memory of the server's processes at the window's end
         self._at_start: tuple[int, int] = (0, 0)
         self._redis_at_start = 0
-        self._process_time = 0.0
 
     def _database_stats(self) -> tuple[int, int]:
         """(sessions opened, transactions committed or rolled back) of the bench database so far.
@@ -85,7 +70,6 @@ class ServerMonitor:
         self._at_start = self._database_stats()
         if self.redis is not None:
             self._redis_at_start = self._redis_commands()
-        self._process_time = time.process_time()
         self.cpu.start()
         self.start_profile()
 
@@ -95,9 +79,8 @@ class ServerMonitor:
 
     def stop(self) -> None:
         self.cores = self.cpu.stop()
-        self.server_rss_bytes = sum(_rss_bytes(pid) for pid, _ in self.cpu.server_processes)
+        self.server_rss_bytes = sum(cpu.rss_bytes(pid) for pid, _ in self.cpu.server_processes)
         self.cores["loadgen"] = self.cores.pop("self")
-        self.loadgen_cpu_seconds = time.process_time() - self._process_time
         if self.redis is not None:
             self.redis_commands = self._redis_commands() - self._redis_at_start
         self._connections()
@@ -108,36 +91,33 @@ class ServerMonitor:
     def close(self) -> None:
         self.pg.close()
 
-    def report(self, requests: int) -> dict[str, Any]:
-        """Postgres figures of the window; `requests` is how many completed in it."""
-        return {
-            "peak_bench_connections": self.peak_bench_connections,
-            "peak_all_connections": self.peak_all_connections,
-            "sessions_opened": self.sessions_opened,
-            "sessions_per_request": round(self.sessions_opened / requests, 3) if requests else None,
-            "transactions": self.transactions,
-            "transactions_per_request": round(self.transactions / requests, 3) if requests else None,
-        }
-
-    def redis_report(self, requests: int) -> dict[str, Any]:
-        """Commands the whole Redis server processed in the window: every db (others' work included),
-        and every command a Lua script ran counted as well as the EVALSHA that ran it."""
-        if self.redis_commands is None:
-            return {}
-        return {
-            "commands": self.redis_commands,
-            "commands_per_request": round(self.redis_commands / requests, 2) if requests else None,
-        }
-
     def figures(self, requests: int) -> dict[str, Any]:
-        """The window's figures as the read scenarios of bench.reads and the suite report them;
-        `requests` is how many completed in it."""
+        """The window's figures as the suite reports them; `requests` is how many completed in it.
+        Redis' commands are the whole server's in the window: every db (others' work included),
+        and every command a Lua script ran counted as well as the EVALSHA that ran it."""
+
+        def per_request(count: int, digits: int) -> float | None:
+            return round(count / requests, digits) if requests else None
+
+        redis_figures = {}
+        if self.redis_commands is not None:
+            redis_figures = {
+                "commands": self.redis_commands,
+                "commands_per_request": per_request(self.redis_commands, 2),
+            }
         return {
             "cpu_cores": self.cores,
             "server_process_cores": self.cpu.server_processes,
             "server_rss_bytes": self.server_rss_bytes,
-            "postgres": self.report(requests),
-            "redis": self.redis_report(requests),
+            "postgres": {
+                "peak_bench_connections": self.peak_bench_connections,
+                "peak_all_connections": self.peak_all_connections,
+                "sessions_opened": self.sessions_opened,
+                "sessions_per_request": per_request(self.sessions_opened, 3),
+                "transactions": self.transactions,
+                "transactions_per_request": per_request(self.transactions, 3),
+            },
+            "redis": redis_figures,
         }
 
 

@@ -1,25 +1,7 @@
-"""Read throughput and latency of the board API (contract sections 5-7) on a board of a million players.
-
-    .venv/bin/python -m bench.reads [--players 1000000] [--seconds 15] [--concurrency 32]
-                                    [--servers uvicorn,gunicorn] [--scenarios bare,top,...]
-                                    [--caches warm|cold] [--code REV|DIR] [--profile cpu|wall]
-
-Setup, once: a new bench database (bench/game.toml), N players with a value each on the board's
-`all` window (COPY; realistic values and times, a few ties on purpose), 2,000 of them with 200
-friends each, the board's sorted set filled by boards.services.boards_rebuild, a server key and
-player tokens. Then for each server (a subprocess, DEBUG=0, throttles raised out of the way,
-settings from bench/django_overlay/) and each scenario, once the machine is quiet, with its
-caches emptied then warmed (every player it reads read once; --caches cold skips that), a
-closed-loop run:
-  bare         GET /bench/bare: a bare Django JSON view on the same server (the anchor);
-  top          GET .../boards/rating/top?limit=100 (public, cached 1 s);
-  top-deep     the same with a random offset 0..10000 (mostly cache misses);
-  rank         GET .../boards/rating/players/<p>?around=5 with p's bearer token;
-  rank-signed  the same, signed by the game server (HMAC) instead;
-  friends      GET .../boards/rating/players/<p>/friends with p's token, p having 200 friends.
-Finally the API's ranks of 20 players are checked against Postgres. See bench/README.md.
-
-Over 400 lines on purpose: the read scenarios, their SQL spot checks and the per-scenario server lifecycle belong together; the load loops are in loadgen.py.
+"""The suite's read pieces: the board fixture (N players COPYed with realistic values and a few
+ties, friend lists, the sorted set built by the real rebuild, player tokens), the read
+scenarios (top, rank, friends, ...), emptying and warming caches before a window, and the spot
+check of 20 players' ranks against Postgres. bench/suite.py runs them; bench/README.md says how.
 """
 
 from __future__ import annotations
@@ -30,7 +12,7 @@ import json
 import math
 import os
 import random
-import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -38,37 +20,32 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import redis
 
-from bench import cpu, environment, loadgen, profiling
-from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
-from bench.code import CodeTree
-from bench.machine import machine_info, machine_line
-from bench.memory import BoardShape, Values, load_board
-from bench.monitor import ServerMonitor, run_load
-from bench.report import RESULTS_DIR, Laps, RunInfo, markdown_table, report_results, utc_stamp
-from bench.server import SERVERS, ServerProcess
-from bench.tally import Tally, load_figures, log_errors
+from bench import environment, loadgen
+from bench.loading import COPY_CHUNK, BoardShape, Values, load_board
+from bench.report import Laps
+from bench.server import ServerProcess
 
-SCENARIOS = ("bare", "top", "top-deep", "rank", "rank-signed", "friends")
 OVERLAY_DIR = environment.BENCH_DIR / "django_overlay"  # bench_settings.py, bench_urls.py
 SETTINGS_MODULE = "bench_settings"
 BARE_PATH = "/bench/bare"
 TOP_LIMIT = 100
-DEEP_MAX_OFFSET = 10_000  # the contract's largest offset
+CURSOR_DEPTH = 1_000_000  # top-cursor: pages that continue from a cursor this deep (or the board's last page)
+CURSOR_SPREAD = 10_000  # ... at depths drawn from the CURSOR_SPREAD entries above it
+CURSOR_COUNT = 200  # distinct cursors
 AROUND = 5
-BIG_FRIENDS = 1000  # the contract's largest friend list: the friends (1000) scenario
+BIG_FRIENDS = 1000  # the largest friend list of docs/api.md §7: the friends (1000) scenario
 BIG_FRIEND_PLAYERS = 100  # players who have that many (fewer on small boards)
 HISTORY_DAYS = 365  # values were reached at a random second of the last year
 TIED_SHARE = 0.005  # players who share their value and second with another (same match, same score)
 CHECK_PLAYERS = 20
 CHECK_TIED = 5  # of the CHECK_PLAYERS, drawn among tied players: the last tie-break is checked too
 CHECK_FRIEND_LISTS = 2
-COPY_CHUNK = 50_000
-BUSY_WARNING = 0.2  # the machine's busy share before a scenario above which results are suspect
 
 
 # --------------------------------------------------------------------------- data
@@ -155,10 +132,28 @@ class Fixture:
     setup: dict[str, Any] = field(default_factory=dict)  # timings and counts, for the JSON
     values: list[int] = field(default_factory=list)  # player pk i + 1's value on the board's `all` window
     board: environment.BoardInfo | None = None
+    cursors: list[str] = field(default_factory=list)  # top-cursor: cursors of entries near cursor_depth
+    cursor_depth: int = 0  # the deepest entry a cursor names (1-based)
+
+
+def deep_cursors(r: redis.Redis, set_key: str, players: int, rng: random.Random) -> tuple[list[str], int]:
+    """Cursors of entries CURSOR_DEPTH deep (the last full page on smaller boards), read from the
+    board's sorted set: a cursor is a position, (encoded score, player id), not an offset."""
+    from boards.cursor import cursor_at
+
+    deepest = min(CURSOR_DEPTH, players - TOP_LIMIT)
+    if deepest < 1:
+        return [], 0
+    depths = sorted({rng.randint(max(1, deepest - CURSOR_SPREAD), deepest) for _ in range(CURSOR_COUNT)})
+    pipe = r.pipeline(transaction=False)
+    for depth in depths:
+        pipe.zrevrange(set_key, depth - 1, depth - 1, withscores=True)
+    cursors = [cursor_at(int(score), f"p{int(member)}") for [(member, score)] in pipe.execute()]
+    return cursors, deepest
 
 
 def _django(env: environment.BenchEnv) -> None:
-    """Configure Django in this process for the bench database and Redis db 2 (as bench.memory does)."""
+    """Configure Django in this process for the bench database and Redis db 2 (the bench environment)."""
     env.setup_django()
     from rediskit.client import get_redis
 
@@ -202,7 +197,7 @@ def set_up(
     load_steps = load_board(pg, game, board, values)
     step("copy_values")
     lists = friend_lists(args.players, args.friend_players, args.friends, rng)
-    # a few players with the contract's largest list (friends (1000)), apart from the others
+    # a few players with the largest list docs/api.md §7 allows (friends (1000)), apart from the others
     big_owners = min(BIG_FRIEND_PLAYERS, max(0, (args.players - len(lists) - BIG_FRIENDS) // 10))
     big_lists = friend_lists(args.players, big_owners, BIG_FRIENDS, rng, avoid=frozenset(lists)) if big_owners else {}
     friendship_rows = load_friendships(pg, {**lists, **big_lists})
@@ -220,7 +215,7 @@ def set_up(
     report = board_services.boards_rebuild(boards=[board_obj, *Board.objects.exclude(id=board.id)])
     rebuild_seconds = time.perf_counter() - rebuild_started
     memory_after = int(r.info("memory")["used_memory"])
-    set_key = f"lb:{{{board.id}}}:all"  # rediskit/keys.py board_key()
+    set_key = environment.board_set_key(board.id)
     members = int(r.zcard(set_key))
     if members != args.players:
         raise environment.BenchError(f"the rebuilt board holds {members:,} members, expected {args.players:,}")
@@ -233,6 +228,7 @@ def set_up(
     }
     memory["bytes_per_member_memory_usage"] = memory["memory_usage"] / members
     step("rebuild")
+    cursors, cursor_depth = deep_cursors(r, set_key, args.players, rng)
     rank_pool = rng.sample(range(1, args.players + 1), min(args.token_pool, args.players))
     expires_at = datetime.now(UTC) + timedelta(days=1)
     tokens = {pk: make_player_token(game, pk, expires_at, f"p{pk}") for pk in {*rank_pool, *lists, *big_lists}}
@@ -254,6 +250,8 @@ def set_up(
         tied_pks=tied_pks,
         values=values.values,
         board=board,
+        cursors=cursors,
+        cursor_depth=cursor_depth,
         setup={
             "seconds": timings,
             "copy_steps_seconds": load_steps,
@@ -263,7 +261,7 @@ def set_up(
                 "distinct_values": len(set(values.values)),
                 "distinct_encoded": len(counts),
                 "players_in_ties": tied,
-                "updated_at": "a day ago (as bench.memory: the rebuild's catch-up replays none)",
+                "updated_at": "a day ago (the rebuild's catch-up replays none)",
             },
             "friendships": {
                 "players": len(lists),
@@ -326,14 +324,8 @@ def scenarios(fx: Fixture, board: str, rng: random.Random) -> dict[str, Scenario
     def bearer(pk: int) -> Headers:
         return [("Authorization", f"Bearer {fx.tokens[pk]}")]
 
-    def signed(path: str) -> Headers:
-        return [("X-Key-Id", fx.key.key_id), ("X-Signature", loadgen.sign(fx.key.secret, "GET", path, b""))]
-
     def rank_path(pk: int) -> str:
-        return f"{base}/players/p{pk}?around={AROUND}"  # players are p1..pN (bench/memory.py load_board)
-
-    def top(offset: int) -> loadgen.Request:
-        return get(f"{base}/top?limit={TOP_LIMIT}&offset={offset}" if offset else f"{base}/top?limit={TOP_LIMIT}", [])
+        return f"{base}/players/p{pk}?around={AROUND}"  # players are p1..pN (bench/loading.py load_board)
 
     def pool_player() -> int:
         return rng.choice(fx.rank_pool)
@@ -343,19 +335,16 @@ def scenarios(fx: Fixture, board: str, rng: random.Random) -> dict[str, Scenario
 
     all_scenarios = [
         Scenario("bare", "public", lambda _: get(BARE_PATH, []), lambda: 0),
-        Scenario("top", "public", top, lambda: 0),
-        # Warm: every profile of offsets 0..10,099 cached; pages stay cached one second only.
+        Scenario("top", "public", lambda _: get(f"{base}/top?limit={TOP_LIMIT}", []), lambda: 0),
+        # Warm: the profiles of every cursor's page cached (pages stay cached one second only).
         Scenario(
-            "top-deep",
+            "top-cursor",
             "public",
-            top,
-            lambda: rng.randint(0, DEEP_MAX_OFFSET),
-            warm_targets=range(0, DEEP_MAX_OFFSET + 1, TOP_LIMIT),
+            lambda i: get(f"{base}/top?limit={TOP_LIMIT}&cursor={fx.cursors[i]}", []),
+            lambda: rng.randrange(len(fx.cursors)),
+            warm_targets=range(len(fx.cursors)),
         ),
         Scenario("rank", "token", lambda pk: get(rank_path(pk), bearer(pk)), pool_player, fx.rank_pool),
-        Scenario(
-            "rank-signed", "signed", lambda pk: get(rank_path(pk), signed(rank_path(pk))), pool_player, fx.rank_pool
-        ),
         Scenario(
             "friends",
             "token",
@@ -408,7 +397,7 @@ def warm_caches(port: int, scenario: Scenario, concurrency: int) -> dict[str, An
 
 
 def before_figures(cleared: int, warmed: dict[str, Any] | None, busy: float, waited: float) -> dict[str, Any]:
-    """How a read scenario's window began, as bench.reads and the suite both report it: the keys
+    """How a read scenario's window began, as the suite reports it: the keys
     clear_caches() removed, the warming reads (warm_caches(); None when the caches start cold),
     the machine's busy share just before and the seconds spent waiting for it to be quiet (a
     figure taken on a busy machine is suspect; a long wait says other work was running)."""
@@ -418,114 +407,6 @@ def before_figures(cleared: int, warmed: dict[str, Any] | None, busy: float, wai
         "machine_busy_before": round(busy, 3),
         "waited_for_quiet_seconds": round(waited, 1),
     }
-
-
-SCENARIO_REQUESTS = {
-    "bare": f"GET {BARE_PATH} (JsonResponse({{'ok': True}}), bench/django_overlay/bench_urls.py)",
-    "top": f"GET .../top?limit={TOP_LIMIT}",
-    "top-deep": f"GET .../top?limit={TOP_LIMIT}&offset=<random 0..{DEEP_MAX_OFFSET}>",
-    "rank": f"GET .../players/<random pool player>?around={AROUND}, that player's bearer token",
-    "rank-signed": f"GET .../players/<random pool player>?around={AROUND}, signed with a server key",
-    "friends": "GET .../players/<random friend-list owner>/friends, that player's bearer token",
-    "friends-1000": f"GET .../players/<random owner of {BIG_FRIENDS} friends>/friends, that player's bearer token",
-}
-
-
-# --------------------------------------------------------------------------- one run
-
-
-@dataclass
-class Context:
-    args: argparse.Namespace
-    env: environment.BenchEnv
-    r: redis.Redis
-    fixture: Fixture
-    scenarios: dict[str, Scenario]
-    stamp: str
-    server_env: dict[str, str]  # on top of the bench environment (server_env())
-
-
-def run_scenario(ctx: Context, server: ServerProcess, scenario: Scenario) -> dict[str, Any]:
-    args = ctx.args
-    tally = Tally()
-    profile: dict[str, Any] = {}
-
-    def start_profile() -> None:
-        if args.profile:
-            path = RESULTS_DIR / f"reads-{ctx.stamp}-{server.name}-{scenario.name}-{args.profile}.folded"
-            profile["path"] = path
-            profile["proc"] = profiling.start_recording(server.pid, args.seconds, path, args.profile)
-
-    waiting = time.monotonic()
-    busy_before = cpu.wait_until_quiet(BUSY_WARNING, args.quiet_wait)
-    waited = time.monotonic() - waiting
-    if busy_before > BUSY_WARNING:
-        environment.log(
-            f"warning: the machine was {busy_before:.0%} busy before this scenario; other work skews the results"
-        )
-    elif waited > 2:
-        environment.log(f"waited {waited:.0f} s for the machine to be quiet (other work)")
-    cleared = clear_caches(ctx.r)
-    warmed: dict[str, Any] | None = None
-    if args.caches == "warm" and scenario.warm_targets:
-        environment.log(f"{server.name} / {scenario.name}: warming the caches ({len(scenario.warm_targets):,} reads)")
-        warmed = warm_caches(server.port, scenario, args.concurrency)
-    environment.log(
-        f"{server.name} / {scenario.name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {args.concurrency} connections"
-    )
-    monitor = ServerMonitor(ctx.env, server.pid, start_profile, ctx.r)
-    result = run_load(
-        monitor,
-        args,
-        server.port,
-        scenario.request,
-        tally.judge,
-        lambda req: req.context,
-        concurrency=args.concurrency,
-        stagger=args.stagger,
-    )
-    row: dict[str, Any] = {
-        "server": server.name,
-        "scenario": scenario.name,
-        "request": SCENARIO_REQUESTS[scenario.name],
-        "auth": scenario.auth,
-        "concurrency": args.concurrency,
-        "workers": args.workers,
-        **load_figures(result, tally),
-        "degraded": tally.degraded,
-        "caches": args.caches,
-        **before_figures(cleared, warmed, busy_before, waited),
-        **monitor.figures(result.completed),
-        "loadgen_cpu_seconds": round(monitor.loadgen_cpu_seconds, 3),
-    }
-    if "proc" in profile:
-        row["profile"] = profiling.finish_recording(profile["proc"], profile["path"], ctx.env.code_dir)
-    environment.log(
-        f"{server.name} / {scenario.name}: {row['requests_per_s']:,.1f} req/s, p50 {row['latency_ms']['p50']} ms, "
-        f"p99 {row['latency_ms']['p99']} ms, errors {row['errors']}"
-    )
-    log_errors(row, tally, server.log_tail)
-    return row
-
-
-def run_measured(ctx: Context, name: str, scenario: Scenario) -> dict[str, Any]:
-    """run_scenario on a server started for it, so no scenario inherits another's process state
-    (TopApi keeps up to 10,000 top pages in each worker's memory: after top-deep, every request
-    of the next scenario would pay for the larger heap's garbage collection).
-
-    Again (up to --retries times, on a new server) when other work took CPU during the window:
-    on a shared machine a test suite starting mid-window makes a figure meaningless. Keeps the
-    attempt other work disturbed least."""
-    # py-spy (--profile) runs next to the server and counts as other work: no retries then.
-    retries = 0 if ctx.args.profile else ctx.args.retries
-
-    def once() -> dict[str, Any]:
-        with ServerProcess(name, ctx.env, workers=ctx.args.workers, extra_env=ctx.server_env) as server:
-            row = run_scenario(ctx, server, scenario)
-            row["server_command"] = server.command
-            return row
-
-    return cpu.least_disturbed(once, retries, f"{name} / {scenario.name}", environment.log)
 
 
 # --------------------------------------------------------------------------- correctness
@@ -556,7 +437,7 @@ class Expected:
 def expected_from_postgres(
     pg: psycopg.Connection, board: environment.BoardInfo, fx: Fixture, rng: random.Random
 ) -> Expected:
-    """Ranks the contract's order gives (section 6), straight from scores_playervalue: 1 + players
+    """Ranks the board order of docs/api.md §6 gives, straight from scores_playervalue: 1 + players
     with a larger encoded score + players with the same one and a smaller id in byte order."""
     tied = rng.sample(fx.tied_pks, min(CHECK_TIED, len(fx.tied_pks)))
     others = [pk for pk in rng.sample(range(1, fx.players + 1), CHECK_PLAYERS) if pk not in tied]
@@ -644,117 +525,6 @@ def correct_text(check: dict[str, Any]) -> str:
     return "MISMATCH " + "; ".join(check["mismatches"][:5])
 
 
-# --------------------------------------------------------------------------- output
-
-
-def _errors_text(r: dict[str, Any]) -> str:
-    parts = [f"{status}: {count:,}" for status, count in sorted(r["errors_by_status"].items())]
-    if r["degraded"]:
-        parts.append(f"degraded: {r['degraded']:,}")
-    return ", ".join(parts) or "0"
-
-
-def render_server_table(runs: list[dict[str, Any]]) -> str:
-    bare = next((r["requests_per_s"] for r in runs if r["scenario"] == "bare"), None)
-    return markdown_table(
-        ["scenario", "req/s", "ratio to bare", "p50 ms", "p95 ms", "p99 ms", "errors"],
-        [
-            [
-                r["scenario"],
-                r["requests_per_s"],
-                round(r["requests_per_s"] / bare, 3) if bare else None,
-                r["latency_ms"]["p50"],
-                r["latency_ms"]["p95"],
-                r["latency_ms"]["p99"],
-                _errors_text(r),
-            ]
-            for r in runs
-        ],
-    )
-
-
-def _workers_text(r: dict[str, Any]) -> str:
-    """Cores of the server's two (--workers) busiest processes: `0.98 / 0.02` says one worker did it all."""
-    busiest = [cores for _, cores in r.get("server_process_cores", [])[: r.get("workers", 2)]]
-    return " / ".join(f"{c:.2f}" for c in busiest) or "-"
-
-
-def render_resources(runs: list[dict[str, Any]]) -> str:
-    return markdown_table(
-        ["server", "scenario", "server", "workers", "postgres", "redis", "loadgen", "other", "busy", "busy before",
-         "server RSS MB", "pg conns peak", "pg xacts/req", "redis cmds/req"],
-        [
-            [r["server"], r["scenario"], r["cpu_cores"].get("server"), _workers_text(r), r["cpu_cores"].get("postgres"),
-             r["cpu_cores"].get("redis"), r["cpu_cores"].get("loadgen"), r["cpu_cores"].get("other"),
-             f"{r['cpu_cores'].get('machine_busy', 0):.0%}", f"{r['machine_busy_before']:.0%}",
-             round(r["server_rss_bytes"] / 2**20), r["postgres"]["peak_bench_connections"],
-             r["postgres"]["transactions_per_request"], r["redis"].get("commands_per_request")]
-            for r in runs
-        ],
-    )  # fmt: skip
-
-
-CACHES_TEXT = {
-    "warm": "Caches warm: before each scenario its caches are emptied, then every pool player (friend-list "
-    "owner, top-deep page) is read once, unmeasured.",
-    "cold": "Caches cold: emptied before each scenario; the window sees first reads.",
-}
-
-
-def render(
-    runs: list[dict[str, Any]], checks: dict[str, dict[str, Any]], servers: list[str], args: argparse.Namespace
-) -> str:
-    throttle = args.throttle_rate
-    parts = [
-        f"Throttles raised so they do not cap the benchmark: THROTTLE_PLAYER_READS={throttle}, "
-        f"THROTTLE_ADDRESS_READS={throttle} (the throttles still run on every token read). "
-        f"{CACHES_TEXT[args.caches]}"
-    ]
-    for name in servers:
-        mine = [r for r in runs if r["server"] == name]
-        parts.append(f"**{name}** ({mine[0]['concurrency']} connections)\n\n{render_server_table(mine)}")
-        if name in checks:
-            parts.append(f"{name} correct: {correct_text(checks[name])}")
-    parts.append(
-        "During the measured window: CPU cores in use by group (and by the server's busiest worker processes), "
-        "machine busy share (and before the scenario), the server's resident memory at the end, "
-        "peak Postgres connections of the bench database, Postgres transactions (= SQL statements here) and "
-        f"Redis commands (whole server, those run inside Lua scripts included) per request:\n\n{render_resources(runs)}"
-    )
-    return "\n\n".join(parts)
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = bench_parser("python -m bench.reads", __doc__)
-    add_run_args(
-        parser, "players", "seconds", "warmup", "concurrency", "workers", "board", "token-pool", "friend-players",
-        "friends", "throttle-rate", "seed", "timeout", "code", "profile", "stagger", "quiet-wait", "retries",
-        token_pool=5000, friend_players=2000, quiet_wait=180.0, retries=2,
-    )  # fmt: skip
-    parser.add_argument(
-        "--servers", type=csv_choices(tuple(SERVERS)), default=["uvicorn", "gunicorn"], help="default uvicorn,gunicorn"
-    )
-    parser.add_argument(
-        "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}"
-    )
-    parser.add_argument(
-        "--caches",
-        choices=("warm", "cold"),
-        default="warm",
-        help="warm: read every pool player (friend-list owner, top page) once before the window; "
-        "cold: start from empty caches (default warm)",
-    )
-    parser.add_argument(
-        "--no-wait", action="store_true", help="fail instead of waiting when another benchmark holds the lock"
-    )
-    args = parser.parse_args(argv)
-    check_run_args(parser, args)
-    return args
-
-
 def server_env(args: argparse.Namespace) -> dict[str, str]:
     """On top of the bench environment: the overlay settings (adds /bench/bare) and raised throttles."""
     python_path = os.pathsep.join(p for p in (str(OVERLAY_DIR), os.environ.get("PYTHONPATH", "")) if p)
@@ -763,61 +533,7 @@ def server_env(args: argparse.Namespace) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": SETTINGS_MODULE,
         "THROTTLE_PLAYER_READS": args.throttle_rate,
         "THROTTLE_ADDRESS_READS": args.throttle_rate,
+        # group commit as `make run` has it (scripts/run.py): the append service, a socket per run
+        "WEB_APPEND_SERVICE": "1",
+        "WEB_APPEND_SOCKET": str(Path(tempfile.gettempdir()) / f"leaderboard-bench-append-{os.getpid()}.sock"),
     }
-
-
-def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
-    if args.profile:
-        profiling.py_spy_binary()
-    started = datetime.now(UTC)
-    stamp = utc_stamp(started)
-    environment.log("preparing the bench database (migrate, apply bench/game.toml, create a server key)")
-    prepared = time.perf_counter()
-    environment.prepare_database(env)  # drops and creates it: connect afterwards
-    key = environment.create_server_key(env)
-    with environment.connect(env) as pg, environment.redis_client(env) as r:
-        machine = machine_info(pg, r)
-        environment.log(machine_line(machine))
-        fixture = set_up(args, env, key, pg, r)
-        fixture.setup["seconds"]["database"] = round(time.perf_counter() - prepared, 2)
-        board = environment.board_info(pg, args.board)
-        rng = random.Random(args.seed + 1)
-        ctx = Context(args, env, r, fixture, scenarios(fixture, args.board, random.Random()), stamp, server_env(args))
-        environment.log(f"computing the expected ranks of {CHECK_PLAYERS} players in Postgres")
-        expected = expected_from_postgres(pg, board, fixture, rng)
-        runs: list[dict[str, Any]] = []
-        checks: dict[str, dict[str, Any]] = {}
-        for name in args.servers:
-            for scenario_name in args.scenarios:
-                runs.append(run_measured(ctx, name, ctx.scenarios[scenario_name]))
-            with ServerProcess(name, env, workers=args.workers, extra_env=ctx.server_env) as server:
-                checks[name] = check_server(server, fixture.key, board, expected)
-            environment.log(f"{name} correct: {correct_text(checks[name])}")
-        environment.flush_redis(r)  # the board and its caches: ~150 MB of a Redis others use too
-    text = render(runs, checks, args.servers, args)
-    report_results(
-        "reads",
-        text,
-        RunInfo.of(started, machine, code, args),
-        game_file="bench/game.toml",
-        server_env=ctx.server_env,
-        setup=fixture.setup,
-        scenarios=SCENARIO_REQUESTS,
-        runs=runs,
-        correctness=checks,
-        expected={
-            "total": expected.total,
-            "ranks": {f"p{pk}": {"rank": rank, "score": value} for pk, (rank, value) in expected.ranks.items()},
-            "friend_lists": {f"p{owner}": len(ranks) for owner, ranks in expected.friend_ranks.items()},
-        },
-    )
-    return 0 if all(c["ok"] for c in checks.values()) else 2
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return run_benchmark(args, run, wait=not args.no_wait)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,7 +7,6 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -80,51 +79,28 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def write_json(kind: str, stamp: str, payload: dict[str, Any]) -> Path:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{kind}-{stamp}.json"
-    tmp = path.with_suffix(".json.tmp")  # bench/results/*.tmp is git-ignored
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+def write_json(path: Path, payload: dict[str, Any]) -> Path:
+    """`payload` as `path`, written whole or not at all (bench/results/*.tmp is git-ignored)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     tmp.replace(path)
     return path
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    """What every focused benchmark's result file records besides its own figures: when it
-    started, the machine, the code measured and the configuration (its flags)."""
-
-    started: datetime
-    machine: dict[str, Any]  # bench.machine.machine_info()
-    code: dict[str, Any]  # CodeTree.info
-    config: dict[str, Any]
-
-    @classmethod
-    def of(cls, started: datetime, machine: dict[str, Any], code: CodeTree, args: argparse.Namespace) -> RunInfo:
-        """From what a benchmark's run() holds; the flags are copied, so later changes to `args` do not leak in."""
-        return cls(started=started, machine=machine, code=code.info, config=dict(vars(args)))
-
-
-def report_results(kind: str, text: str, info: RunInfo, /, **extra: Any) -> Path:
+def report_results(
+    kind: str, text: str, *, started: datetime, machine: dict[str, Any], code: CodeTree, args: argparse.Namespace,
+    **extra: Any,
+) -> Path:  # fmt: skip
     """A focused benchmark's end: its tables printed under the machine and the command line,
     and bench/results/<kind>-<stamp>.json written with what every result file starts with (the
-    benchmark, when, the command, `info`) and `extra`."""
+    benchmark, when, the command, the machine, the code measured, its flags) and `extra`."""
     from bench.machine import command_line, machine_line
 
-    print(f"\n{machine_line(info.machine)}\n{command_line()}\n\n{text}\n", flush=True)
-    path = write_json(
-        kind,
-        utc_stamp(info.started),
-        {
-            "benchmark": kind,
-            "started_at": info.started.isoformat(),
-            "command": command_line(),
-            "machine": info.machine,
-            "code": info.code,
-            "config": info.config,
-            **extra,
-        },
-    )
+    print(f"\n{machine_line(machine)}\n{command_line()}\n\n{text}\n", flush=True)
+    payload = {"benchmark": kind, "started_at": started.isoformat(), "command": command_line(), "machine": machine,
+               "code": code.info, "config": dict(vars(args)), **extra}  # fmt: skip
+    path = write_json(RESULTS_DIR / f"{kind}-{utc_stamp(started)}.json", payload)
     print(f"results: {path.relative_to(RESULTS_DIR.parent.parent)}")
     return path
 

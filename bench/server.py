@@ -2,9 +2,9 @@
 
 `web` is what `make run` starts: scripts/web.py, the one place defining the web tier (nginx on
 the port, HTTP to granian's WSGI workers, /ws/ to uvicorn; uvicorn alone where nginx is
-missing); `web-granian` and `web-gunicorn` name its HTTP server behind nginx. `uvicorn` (Django's ASGI handler for everything) and `gunicorn` (sync workers, no
-proxy) are single servers, measured for comparison. Each runs in its own process group, so
-stopping it also stops the processes it started."""
+missing); `uvicorn` is its /ws/ process alone (bench/websockets.py). Each runs in its own
+process group, so stopping it also stops the processes it started.
+(Comparisons with other servers were one-off studies: docs/BENCHMARKS.md keeps their outcome.)"""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ STOP_GRACE_SECONDS = 10.0
 
 
 def _uvicorn(port: int, workers: int) -> list[str]:
+    """The one uvicorn process that serves /ws/ behind nginx in `web`, alone: bench/websockets.py
+    measures what one such process holds (its CPU and memory, unmixed with nginx and granian)."""
     return [
         str(VENV_BIN / "uvicorn"),
         "leaderboard_project.asgi:application",
@@ -37,17 +39,8 @@ def _uvicorn(port: int, workers: int) -> list[str]:
         "--workers", str(workers),
         "--no-access-log",
         "--log-level", "warning",
-    ]  # fmt: skip
-
-
-def _gunicorn(port: int, workers: int) -> list[str]:
-    return [
-        str(VENV_BIN / "gunicorn"),
-        "leaderboard_project.wsgi:application",
-        "-w", str(workers),
-        "-k", "sync",
-        "--bind", f"127.0.0.1:{port}",
-        "--log-level", "warning",
+        # as scripts/web.py's ws_deflate_args: off unless WS_DEFLATE=1 (to measure it on)
+        "--ws-per-message-deflate", "false" if os.environ.get("WS_DEFLATE", "0") in ("", "0", "false") else "true",
     ]  # fmt: skip
 
 
@@ -56,15 +49,7 @@ def _web(port: int, workers: int, *extra: str) -> list[str]:
     return [str(VENV_BIN / "python"), "-u", "scripts/web.py", "--port", str(port), "--workers", str(workers), *extra]
 
 
-SERVERS: dict[str, Callable[[int, int], list[str]]] = {
-    "web": _web,
-    # the web tier with each HTTP server behind nginx, to compare them in one run
-    "web-granian": lambda port, workers: _web(port, workers, "--http", "granian"),
-    "web-gunicorn": lambda port, workers: _web(port, workers, "--http", "gunicorn"),
-    "uvicorn": _uvicorn,
-    "gunicorn": _gunicorn,
-}
-DEFAULT_SERVER = "web"  # what `make run` starts
+SERVERS: dict[str, Callable[[int, int], list[str]]] = {"web": _web, "uvicorn": _uvicorn}
 
 
 def free_port() -> int:
@@ -74,7 +59,7 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """`with ServerProcess("uvicorn", env) as server:` starts it and waits for /healthz 200."""
+    """`with ServerProcess("web", env) as server:` starts it and waits for /healthz 200."""
 
     def __init__(
         self,
@@ -83,6 +68,7 @@ class ServerProcess:
         workers: int = 2,
         ready_timeout: float = 60.0,
         extra_env: Mapping[str, str] | None = None,
+        port: int | None = None,
     ) -> None:
         if name not in SERVERS:
             raise BenchError(f"unknown server {name!r}; choose from {', '.join(SERVERS)}")
@@ -91,7 +77,7 @@ class ServerProcess:
         self.workers = workers
         self.extra_env = dict(extra_env or {})  # on top of env.process_env(): settings module, throttles...
         self.ready_timeout = ready_timeout
-        self.port = free_port()
+        self.port = port or free_port()
         self.command = SERVERS[name](self.port, workers)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{self.port}.log"
@@ -193,35 +179,41 @@ class ServerProcess:
 class ProcessGroup:
     """A long-running subprocess in its own process group (Celery forks workers): stop() ends them all."""
 
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path, log_path: Path | None = None) -> None:
         self.name = name
         self.command = cmd
-        self.log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{os.getpid()}.log"
-        with open(self.log_path, "wb") as out:
+        self.log_path = log_path or Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{os.getpid()}.log"
+        with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(
                 cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
 
-    def stop(self) -> None:
+    def stop(self, signum: int = signal.SIGTERM, grace: float = 15.0) -> None:
+        """`signum` to the group, SIGKILL after `grace` seconds (and to forked workers that outlived their parent)."""
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            os.killpg(self.proc.pid, signum)
         try:
-            self.proc.wait(timeout=15)
+            self.proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=5)
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # forked workers that outlived their parent
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
 
-def background_commands(schedule_dir: Path, *, celery: bool = True, projectors: int = 1) -> dict[str, list[str]]:
-    """The processes `make run` starts beside the web tier (scripts/run.py): the projector(s)
-    (each owning an equal share of the lanes), and the Celery worker and beat."""
+def background_commands(
+    schedule_dir: Path, *, celery: bool = True, projectors: int = 1, append: bool = True
+) -> dict[str, list[str]]:
+    """The processes `make run` starts beside the web tier (scripts/run.py): the append service
+    (group commit: scores/ingest/gather.py), the projector(s) (each owning an equal share of the
+    lanes), and the Celery worker and beat."""
     from scores.locks import LANES  # importable without Django's settings
 
     commands: dict[str, list[str]] = {}
+    if append:
+        commands["append"] = [str(VENV_BIN / "python"), "manage.py", "append_service"]
     share = -(-LANES // projectors)
     for i in range(projectors):
         first, last = i * share, min(LANES, (i + 1) * share) - 1
@@ -244,11 +236,14 @@ def background(
     applies what ingest stores, the worker runs the after-the-fact anti-cheat checks and live
     flushes, beat the outbox job. Yields the command lines."""
     schedule_dir = Path(tempfile.mkdtemp(prefix="leaderboard-bench-beat-"))
-    commands = background_commands(schedule_dir, celery=celery, projectors=projectors)
+    append = extra_env.get("WEB_APPEND_SERVICE") == "1"
+    commands = background_commands(schedule_dir, celery=celery, projectors=projectors, append=append)
     process_env = env.process_env(**extra_env)
     started = [ProcessGroup(name, cmd, process_env, env.code_dir) for name, cmd in commands.items()]
-    for group in started:  # their CPU is metered apart (bench/cpu.py)
-        cpu.BACKGROUND[group.proc.pid] = "projector" if group.name.startswith("projector") else "celery"
+    for group in started:  # their CPU is metered apart (bench/cpu.py); the append service is the web tier's
+        cpu.BACKGROUND[group.proc.pid] = (
+            "projector" if group.name.startswith("projector") else "server" if group.name == "append" else "celery"
+        )
     try:
         yield [" ".join(cmd[1:]) for cmd in commands.values()]
     finally:

@@ -40,15 +40,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from bench import environment
+from bench import cpu, environment
 from bench.cli import add_run_args, run_benchmark
 from bench.code import CodeTree
 from bench.loadgen import HttpConnection, Request, sign
 from bench.machine import machine_info
-from bench.report import RunInfo, markdown_table, ms, percentile, report_results
+from bench.report import markdown_table, ms, percentile, report_results
 from bench.server import ServerProcess, background
 
 GAME = "bench"
@@ -56,7 +55,8 @@ BOARD = "rating"
 SEED_SCORE = (90_000, 100_000)  # a narrow band: later top scores stay plausible to the anti-cheat rules
 CONNECT_CONCURRENCY = 100
 TOP_SAMPLE = 50  # anonymous sockets whose top messages are checked (every socket receives them)
-SETTLE_SECONDS = 4.0  # after the last submission: the trailing edge and its fan-out
+SETTLE_SECONDS = 4.0
+OVERLOADED_RETRY_SECONDS = 30.0  # after the last submission: the trailing edge and its fan-out
 
 
 @dataclass
@@ -94,18 +94,6 @@ async def _open(url: str, client: Client, gate: asyncio.Semaphore) -> None:
     client.task = asyncio.ensure_future(_listen(client))
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _client_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -116,13 +104,22 @@ class Submitter:
         self.conn = HttpConnection("127.0.0.1", port, lambda req: [])
         self.key_id, self.secret = key_id, secret
         self.count = 0
+        self.overloaded = 0  # 503s retried
         self.statuses: dict[str, int] = {}
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """POST, the same body again while the service answers 503 `overloaded` (admission
+        control: nothing was stored), for up to OVERLOADED_RETRY_SECONDS."""
         data = json.dumps(body).encode()
         headers = [("X-Key-Id", self.key_id), ("X-Signature", sign(self.secret, "POST", path, data))]
-        response = await self.conn.request(Request("POST", path, data, headers=headers))
-        return response.status, json.loads(response.body or b"{}")
+        deadline = time.monotonic() + OVERLOADED_RETRY_SECONDS
+        while True:
+            response = await self.conn.request(Request("POST", path, data, headers=headers))
+            reply = json.loads(response.body or b"{}")
+            if response.status != 503 or time.monotonic() > deadline:
+                return response.status, reply
+            self.overloaded += 1
+            await asyncio.sleep(0.1)
 
     async def result(self, player: str, score: int) -> float:
         """Submit one result; the monotonic time its 2xx arrived."""
@@ -238,12 +235,12 @@ async def _step(
     environment.log(f"{n} clients: quiet phase ({args.quiet} submissions, one every {args.quiet_gap} s)")
     quiet = await _phase(sub, clients, next_score, args.quiet, args.quiet_gap, rng)
     environment.log(f"{n} clients: busy phase ({args.busy_rate}/s for {args.seconds} s)")
-    cpu0, wall0, client0 = _cpu_seconds(server.pid), time.monotonic(), _client_cpu()
+    cpu0, wall0, client0 = cpu.process_seconds(server.pid), time.monotonic(), _client_cpu()
     busy = await _phase(sub, clients, next_score, int(args.busy_rate * args.seconds), 1 / args.busy_rate, rng)
     wall = time.monotonic() - wall0
-    server_cpu = (_cpu_seconds(server.pid) - cpu0) / wall
+    server_cpu = (cpu.process_seconds(server.pid) - cpu0) / wall
     client_cpu = (_client_cpu() - client0) / wall
-    rss = _rss_mb(server.pid)
+    rss = cpu.rss_bytes(server.pid) / 2**20
     messages = sum(c.messages for c in clients)
     for c in clients:
         with contextlib.suppress(Exception):
@@ -332,7 +329,7 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
         with environment.connect(env) as pg, environment.redis_client(env) as r:
             machine = machine_info(pg, r)
     table = render(steps)
-    report_results("websockets", table, RunInfo.of(started, machine, code, args), steps=steps)
+    report_results("websockets", table, started=started, machine=machine, code=code, args=args, steps=steps)
     return 0
 
 
@@ -343,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", type=int, default=8, help="submissions in the quiet phase")
     parser.add_argument("--quiet-gap", type=float, default=1.5, help="seconds between quiet submissions")
     parser.add_argument("--busy-rate", type=float, default=20.0, help="submissions a second in the busy phase")
-    parser.add_argument("--interval", type=float, default=1.0, help="LIVE_INTERVAL_SECONDS of the servers")
+    parser.add_argument("--interval", type=float, default=0.75, help="LIVE_INTERVAL_SECONDS of the servers")
     add_run_args(parser, "seconds", "code", seconds=10.0)  # seconds: the busy phase, the measured one
     args = parser.parse_args(argv)
     return run_benchmark(args, run, wait=True)

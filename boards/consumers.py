@@ -1,4 +1,4 @@
-"""The live board websocket (contract section 9; docs/live.md).
+"""The live board websocket (docs/api.md §9; docs/live.md).
 
 `/ws/games/{game}/boards/{board}/?window=all[&region=eu][&token=...]`
 

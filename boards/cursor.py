@@ -1,7 +1,7 @@
-"""Deep paging (contract 13.4; docs/reads.md, "Deep paging"): `top?cursor=...` continues after
+"""Deep paging (docs/api.md §5.3; docs/reads.md, "Deep paging"): `top?cursor=...` continues after
 the last entry of the page that gave the cursor, at any depth.
 
-A cursor is a position in the contract's order (section 6), not an offset: the encoded score
+A cursor is a position in the board order (docs/api.md §6), not an offset: the encoded score
 and the player id of the last entry it saw. The next page is every member strictly after that
 position, which each sorted set answers in O(log N + page) (rediskit/lua/after.lua: a ZCOUNT
 for the members ahead, the group with the cursor's own score, then ZREVRANGEBYSCORE with an
@@ -39,7 +39,12 @@ class BadCursor(ValueError):
 
 
 def cursor_encode(entry: BoardEntry) -> str:
-    raw = f"{_PREFIX}{entry.encoded}:{entry.external_id}".encode()
+    return cursor_at(entry.encoded, entry.external_id)
+
+
+def cursor_at(encoded: int, external_id: str) -> str:
+    """The cursor that continues after the position (encoded score, player id)."""
+    raw = f"{_PREFIX}{encoded}:{external_id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

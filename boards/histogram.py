@@ -1,5 +1,5 @@
 """Score histograms: how many players stand in each score bucket of a board window
-(contract section 5, `GET .../histogram`). See docs/reads.md ("Histograms").
+(docs/api.md §5, `GET .../histogram`). See docs/reads.md ("Histograms").
 
 Built from the sorted set without scanning it: one pipelined round trip of single-member
 `ZRANGE key r r WITHSCORES` at ~1000 quantile ranks gives the bucket boundaries (value parts
@@ -102,8 +102,10 @@ def _text(member: Any) -> str:
     return member.decode() if isinstance(member, bytes) else str(member)
 
 
-def _part(score: float) -> int:
-    return int(score) >> encoding.TIME_BITS
+def _part(score: float, span: int) -> int:
+    """The score's part of an encoded score (span: TIME_SPAN times the board's sub-score radix,
+    so a board with sub-scores is bucketed by score, never splitting one score over two buckets)."""
+    return int(score) // span
 
 
 def _sorted_ends(replies: list[Any]) -> tuple[int, list, list]:
@@ -131,7 +133,7 @@ def histogram_build(
     now = now or timezone.now()
     set_keys = keys.shard_keys(board.id, window, board.shards)
     sharded = len(set_keys) > 1
-    span = encoding.TIME_SPAN
+    span = encoding.TIME_SPAN * encoding.subradix(board)
 
     # 0. sharded boards: the write counters before counting, so the error bound of an estimate
     #    made from this histogram covers every change the counts may have missed
@@ -150,7 +152,7 @@ def histogram_build(
                 ("zrange", key, rank, rank, False, True) for rank in sorted({i * card // wanted for i in range(wanted)})
             ]
     if ops:
-        starts = sorted({_part(reply[0][1]) for reply in index.batch(ops) if reply}) or starts
+        starts = sorted({_part(reply[0][1], span) for reply in index.batch(ops) if reply}) or starts
 
     # 2. exact counts between consecutive boundaries, atomically with the total and both ends
     #    (one MULTI per set on one Redis; per shard, a moment apart, on a cluster)
@@ -179,8 +181,8 @@ def histogram_build(
         for j, count in enumerate(counts):
             if not count:
                 continue  # emptied between the two round trips
-            lo = _part(first[0][1]) if j == 0 else starts[j]
-            hi = _part(last[0][1]) if j == len(starts) - 1 else starts[j + 1] - 1
+            lo = _part(first[0][1], span) if j == 0 else starts[j]
+            hi = _part(last[0][1], span) if j == len(starts) - 1 else starts[j + 1] - 1
             parts.append((lo, hi, int(count)))
     histogram = Histogram(
         window=window,
@@ -207,7 +209,7 @@ def histogram_build(
 
 
 def _value(board: BoardConfig, part: int) -> int:
-    return encoding.decode_value(board, part << encoding.TIME_BITS)
+    return encoding.decode_score_part(board, part)
 
 
 def _order(board: BoardConfig) -> str:

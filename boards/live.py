@@ -1,4 +1,4 @@
-"""Live updates over websockets (contract section 9; docs/live.md).
+"""Live updates over websockets (docs/api.md §9; docs/live.md).
 
 Two halves, joined by the channel layer:
 
@@ -10,7 +10,7 @@ Two halves, joined by the channel layer:
   second as the safety net. So a burst of any size yields at most one update per interval per
   board window, and a quiet board updates at once. Publishing an update computes the top 10
   once, for everybody: `{"type": "live.update", "id", "top"}` goes to the window's group, with
-  `top` the ready-made JSON text of the contract's top message, or None when the top 10 is the
+  `top` the ready-made JSON text of docs/api.md §9's top message, or None when the top 10 is the
   same as the last one published.
 - Reading (for boards/consumers.py): resolving what a socket subscribes to, the first top
   message, and the standings of the players a process's sockets care about, in one Lua round
@@ -59,7 +59,7 @@ PUBLISH_FAILED = (*REDIS_DOWN, RedisError)
 
 
 def interval_ms() -> int:
-    """At most one top message per board window per this long (contract section 9)."""
+    """At most one top message per board window per this long (docs/api.md §9)."""
     return int(settings.LIVE_INTERVAL_SECONDS * 1000)
 
 
@@ -178,13 +178,13 @@ def board_config(board_id: int) -> BoardConfig | None:
 
 
 def top_text(board: BoardConfig, window: str) -> tuple[str, bool]:
-    """The contract's top message for a board window, as JSON text, and whether it came from
+    """docs/api.md §9's top message for a board window, as JSON text, and whether it came from
     Postgres because Redis is unreachable."""
-    # the entry shape is the /top API's own serializer: one definition of an entry
-    from boards.api import EntrySerializer
+    # the entry shape is the /top API's own body: one definition of an entry (sub-scores included)
+    from boards.api import entry_body
 
     page = selectors.board_top(board, window=window, offset=0, limit=TOP_SIZE)
-    body = {"type": "top", "window": window, "entries": EntrySerializer(page.entries, many=True).data}
+    body = {"type": "top", "window": window, "entries": [entry_body(e) for e in page.entries]}
     return json.dumps(body, separators=(",", ":")), page.degraded
 
 
@@ -317,13 +317,15 @@ def subscription_open(
 
 @dataclass(frozen=True)
 class LiveStanding:
-    """One player's place on a board window (contract order)."""
+    """One player's place on a board window (the board order, docs/api.md §6)."""
 
     position: int  # 0-based
     rank: int  # as displayed (shared boards: competition rank)
     score: int
     player: str
     display_name: str
+    # the value's sub-scores by name (docs/api.md §2.3); None on a board that declares none
+    subscores: dict[str, int] | None = None
 
 
 def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int, LiveStanding]:
@@ -332,13 +334,21 @@ def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int,
     STANDINGS_CHUNK players, with the reads' exact tie-break. Raises if Redis is down."""
     out: dict[int, LiveStanding] = {}
     shared = board.rank_display == "shared"
+    subs = bool(board.subscores)
     for i in range(0, len(pks), STANDINGS_CHUNK):
         # the friends board's reader: the same positions the HTTP reads give
         found, profiles = selectors.member_standings(board, window=window, members=pks[i : i + STANDINGS_CHUNK])
         for pk, (encoded, position, better) in found.items():
             p = profiles[pk]
             rank = better + 1 if shared else position + 1
-            out[pk] = LiveStanding(position, rank, encoding.decode_value(board, encoded), p.external_id, p.display_name)
+            out[pk] = LiveStanding(
+                position,
+                rank,
+                encoding.decode_value(board, encoded),
+                p.external_id,
+                p.display_name,
+                encoding.decode_subscores(board, encoded) if subs else None,
+            )
     return out
 
 
@@ -347,7 +357,9 @@ def friends_of(pk: int) -> list[int]:
 
 
 def rank_text(me: LiveStanding | None) -> str:
-    body = {"type": "rank", "rank": me.rank if me else None, "score": me.score if me else None}
+    body: dict = {"type": "rank", "rank": me.rank if me else None, "score": me.score if me else None}
+    if me is not None and me.subscores is not None:  # as a player's HTTP read carries them
+        body["subscores"] = me.subscores
     return json.dumps(body, separators=(",", ":"))
 
 
@@ -382,4 +394,5 @@ def player_messages(
 def _moved(old: LiveStanding | None, new: LiveStanding | None) -> bool:
     if old is None or new is None:
         return (old is None) != (new is None)
-    return (old.rank, old.score) != (new.rank, new.score)
+    # sub-scores too: a better tuple of the same score is news even where the rank stays
+    return (old.rank, old.score, old.subscores) != (new.rank, new.score, new.subscores)

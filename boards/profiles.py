@@ -62,24 +62,42 @@ def player_pk_cached(game_id: int, *, external_id: str) -> int | None:
 
 
 def friend_pks(pk: int) -> list[int]:
-    key = f"friends:{pk}"
-    found = cache.get(key)
-    if found is None:
-        found = selectors.friend_pks(pk)
-        cache.set(key, found, FRIENDS_TTL)
+    """A player's friends (keys.friend_list_key caches them; friends.lua reads the same key)."""
+    k = keys.friend_list_key(pk)
+    try:
+        raw = get_redis().get(k)
+    except REDIS_DOWN:
+        return selectors.friend_pks(pk)
+    if raw is not None:
+        return friend_list_parse(raw)
+    found = selectors.friend_pks(pk)
+    with contextlib.suppress(*REDIS_DOWN):
+        get_redis().set(k, ",".join(map(str, found)), ex=FRIENDS_TTL)
     return found
 
 
+def friend_list_parse(raw: bytes | str) -> list[int]:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    return [int(x) for x in text.split(",")] if text else []
+
+
 def friends_cache_forget(player_ids: list[int]) -> None:
-    cache.delete_many([f"friends:{pk}" for pk in player_ids])
+    if player_ids:
+        with contextlib.suppress(*REDIS_DOWN):
+            get_redis().delete(*(keys.friend_list_key(pk) for pk in player_ids))
 
 
-def profiles_of(board: BoardConfig, *, window: str, members: dict[int, int]) -> dict[int, Profile]:
+def profiles_of(
+    board: BoardConfig, *, window: str, members: dict[int, int], fetched: dict[int, bytes | None] | None = None
+) -> dict[int, Profile]:
     """Profiles for a page at once: this process's cache, then the shared one (one MGET), then
-    one Postgres query for the rest.
+    one Postgres query for the rest. `fetched`: the shared cache's values for some members,
+    already read (friends.lua reads them in the board read's round trip); the MGET asks only
+    for the others.
 
     Keys include the encoded score, so a new value (with new metadata) is a new key."""
-    cache_keys = {pk: keys.profile_key(board.id, window, pk, encoded) for pk, encoded in members.items()}
+    prefix = keys.profile_key_prefix(board.id, window)  # keys.profile_key, spelled once per read
+    cache_keys = {pk: f"{prefix}{pk}:{encoded}" for pk, encoded in members.items()}
     now = time.monotonic()
     found: dict[int, Profile] = {}
     remote: dict[int, str] = {}
@@ -93,10 +111,18 @@ def profiles_of(board: BoardConfig, *, window: str, members: dict[int, int]) -> 
         return found
     if len(_local_profiles) + len(remote) > LOCAL_PROFILES_MAX:
         _local_profiles.clear()
-    for (pk, k), raw in zip(remote.items(), _shared_get(list(remote.values())), strict=True):
-        if raw is not None:
-            found[pk] = profile = Profile(*json.loads(raw))
-            _local_profiles[k] = (now, profile)
+    if fetched:
+        for pk in [pk for pk in remote if pk in fetched]:
+            raw = fetched[pk]
+            k = remote.pop(pk)
+            if raw is not None:
+                found[pk] = profile = Profile(*json.loads(raw))
+                _local_profiles[k] = (now, profile)
+    if remote:
+        for (pk, k), raw in zip(remote.items(), _shared_get(list(remote.values())), strict=True):
+            if raw is not None:
+                found[pk] = profile = Profile(*json.loads(raw))
+                _local_profiles[k] = (now, profile)
     missing = [pk for pk in members if pk not in found]
     if missing:
         loaded = selectors.profiles(board.id, window=window, pks=missing)
@@ -112,7 +138,7 @@ def profiles_of(board: BoardConfig, *, window: str, members: dict[int, int]) -> 
 
 # The shared profile cache is plain Redis strings of compact JSON, read with one MGET: through
 # Django's cache each of a friends board's ~200 profiles cost a key prefix, an int() attempt
-# and an unpickle, about a third of the read's CPU (bench.reads --profile cpu). Like the
+# and an unpickle, about a third of the read's CPU (`python -m bench --profile cpu`). Like the
 # cache, it is an optimisation: Redis down reads as a miss, and Postgres answers.
 
 
@@ -153,7 +179,7 @@ def unknown_members_warn(
 
 
 def id_bytes(profiles: dict[int, Profile], *, pk: int) -> bytes:
-    """The contract's last tie-break: player id bytes (a member without a row sorts first of
+    """The last tie-break of docs/api.md §6: player id bytes (a member without a row sorts first of
     its group; it is never shown)."""
     profile = profiles.get(pk)
     return profile.external_id.encode() if profile else b""

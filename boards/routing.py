@@ -1,4 +1,4 @@
-"""Websocket routes (contract section 9), and the stack every websocket passes through."""
+"""Websocket routes (docs/api.md §9), and the stack every websocket passes through."""
 
 import re
 from typing import Any

@@ -1,6 +1,6 @@
-"""Reads of the boards, in the contract's order (section 6).
+"""Reads of the boards, in the board order (docs/api.md §6).
 
-Redis orders equal scores by member bytes (player primary keys), but the contract's last
+Redis orders equal scores by member bytes (player primary keys), but docs/api.md §6's last
 tie-break is the player id's byte order. Members with an identical encoded score are rare
 (same value reached in the same second), so each read widens its page to whole groups of
 identical scores at the edges (page.lua does this in the same round trip) and sorts the
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Slice:
-    """A contiguous run of the board in contract order, as read from Redis or Postgres."""
+    """A contiguous run of the board in the board order (docs/api.md §6), as read from Redis or Postgres."""
 
     total: int
     start: int
@@ -151,38 +151,55 @@ def player_standing(
 
 
 def friends_reply(
-    board: BoardConfig, *, window: str, members: list[int], counters: Sequence[str] = (), limits: Sequence[int] = ()
+    board: BoardConfig,
+    *,
+    window: str,
+    members: list[int],
+    counters: Sequence[str] = (),
+    limits: Sequence[int] = (),
+    own_list: bool = False,
 ) -> list[Any]:
     """friends.lua's answer for these members; with the rate-limit counters (as standing_reply)
     counted in the same round trip, a one-element list meaning limit number reply[0] refused
-    the request. Raises REDIS_DOWN."""
+    the request. `own_list`: members is [the player], and the script reads the player's
+    cached friend list itself (keys.friend_list_key), so the whole read is one round trip; a
+    list not cached is loaded (profiles.friend_pks) and the board read once more with it, the
+    limits not counted again. Raises REDIS_DOWN."""
+    script_keys = [keys.board_key(board.id, window), keys.BUILT_MARKER, *counters]
+    if own_list:
+        script_keys.append(keys.friend_list_key(members[0]))
     shared = "1" if board.rank_display == "shared" else "0"
+    prefix = keys.profile_key_prefix(board.id, window)
     reply = script("friends")(
-        keys=[keys.board_key(board.id, window), keys.BUILT_MARKER, *counters],
-        args=[encoding.TIME_SPAN, GROUP_CAP, shared, *limits, *members],
+        keys=script_keys,
+        args=[encoding.TIME_SPAN, GROUP_CAP, shared, len(counters), prefix, *limits, *members],
         client=get_redis(),
     )
     if reply and reply[0] == b"unbuilt":
         raise BoardIndexNotBuilt("the board index is being rebuilt")
+    if reply and reply[0] == b"nolist":
+        return friends_reply(board, window=window, members=[members[0], *friend_pks(members[0])])
     return reply
 
 
 def _friends_from_redis(
-    board: BoardConfig, window: str, members: list[int], reply: list[Any] | None = None
+    board: BoardConfig, window: str, reply: list[Any]
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
-    if reply is None:
-        reply = friends_reply(board, window=window, members=members)
     found: dict[int, tuple[int, int, int, list[bytes]]] = {}
     wanted: dict[int, int] = {}
-    for i in range(0, len(reply), 5):
-        member, score, above, better, group = reply[i : i + 5]
-        m, encoded = int(member), int(float(score))
-        found[m] = (encoded, int(above), int(better), group)
+    fetched: dict[int, bytes | None] = {}
+    tied = False
+    for i in range(0, len(reply), 6):
+        m, encoded, above, better, group, raw = reply[i : i + 6]  # integers but the last two
+        fetched[m] = raw
+        found[m] = (encoded, above, better, group)
         wanted[m] = encoded
-    for encoded, _, _, group in found.values():
-        for g in group:
-            wanted.setdefault(int(g), encoded)
-    profiles = profiles_of(board, window=window, members=wanted) if wanted else {}
+        tied = tied or bool(group)
+    if tied:
+        for encoded, _, _, group in found.values():
+            for g in group:
+                wanted.setdefault(int(g), encoded)
+    profiles = profiles_of(board, window=window, members=wanted, fetched=fetched) if wanted else {}
     if len(profiles) < len(wanted):
         unknown_members_warn(board, window=window, members=wanted, profiles=profiles)
     standings = {}
@@ -202,34 +219,63 @@ def friends_board(
 ) -> FriendsBoard:
     """The player and their friends with a score in the window, ordered as on the board.
     `members`: [pk, *friend_pks(pk)] when the caller has it; `reply`: friends.lua's answer
-    already fetched for them (friends_reply)."""
-    members = [pk, *friend_pks(pk)] if members is None else members
+    already fetched for them (friends_reply). Neither: on one Redis, one friends.lua round
+    trip that reads the friend list too."""
     try:
+        if reply is None and members is None and not index.fanout(board.shards):
+            reply = friends_reply(board, window=window, members=[pk], own_list=True)
         if reply is not None:
-            standings, profiles = _friends_from_redis(board, window, members, reply)
+            standings, profiles = _friends_from_redis(board, window, reply)
         else:
+            members = [pk, *friend_pks(pk)] if members is None else members
             standings, profiles = member_standings(board, window=window, members=members)
         degraded = False
     except REDIS_DOWN:
+        members = [pk, *friend_pks(pk)] if members is None else members
         standings, profiles = selectors.durable_standings(board, window=window, pks=members)
         degraded = True
-    ordered = sorted(standings, key=lambda m: standings[m][1])
-    shared = board.rank_display == "shared"
+    out = [
+        FriendEntry(
+            rank=rank,
+            board_rank=board_rank,
+            entry=board_entry(board, position=position, rank=board_rank, pk=m, encoded=encoded, profile=profile),
+        )
+        for rank, board_rank, m, position, encoded, profile in _friends_ranked(board, standings, profiles)
+    ]
+    return FriendsBoard(window, out, degraded)
+
+
+# (rank among friends, board rank, pk, 0-based board position, encoded, profile)
+FriendRow = tuple[int, int, int, int, int, Profile]
+
+
+def _friends_ranked(
+    board: BoardConfig, standings: dict[int, tuple[int, int, int]], profiles: dict[int, Profile]
+) -> list[FriendRow]:
+    ordered = sorted(standings.items(), key=lambda kv: kv[1][1])
+    if board.rank_display != "shared":
+        return [
+            (i + 1, position + 1, m, position, encoded, profiles[m])
+            for i, (m, (encoded, position, _)) in enumerate(ordered)
+        ]
     # shared ranks among friends: 1 + how many of them have a strictly better value; the
     # parts in descending order, so the first index of each part is that count (ascending
     # boards' encodings run the same way: a better value is always a higher part)
-    parts = [standings[m][0] >> encoding.TIME_BITS for m in ordered] if shared else []
+    bits = encoding.TIME_BITS
     first_of: dict[int, int] = {}
-    for i, part in enumerate(sorted(parts, reverse=True)):
+    for i, part in enumerate(sorted((s[0] >> bits for _, s in ordered), reverse=True)):
         first_of.setdefault(part, i)
-    out: list[FriendEntry] = []
-    for i, m in enumerate(ordered):
-        encoded, position, better = standings[m]
-        rank = first_of[encoded >> encoding.TIME_BITS] + 1 if shared else i + 1
-        board_rank = better + 1 if shared else position + 1
-        entry = board_entry(board, position=position, rank=board_rank, pk=m, encoded=encoded, profile=profiles[m])
-        out.append(FriendEntry(rank=rank, board_rank=board_rank, entry=entry))
-    return FriendsBoard(window, out, degraded)
+    return [
+        (first_of[encoded >> bits] + 1, better + 1, m, position, encoded, profiles[m])
+        for m, (encoded, position, better) in ordered
+    ]
+
+
+def friends_rows(board: BoardConfig, *, window: str, reply: list[Any]) -> list[FriendRow]:
+    """friends_board's entries from friends.lua's answer, as plain tuples: for the thin path,
+    which writes them straight into the body (no entry objects per friend)."""
+    standings, profiles = _friends_from_redis(board, window, reply)
+    return _friends_ranked(board, standings, profiles)
 
 
 def member_standings(
@@ -237,7 +283,7 @@ def member_standings(
 ) -> tuple[dict[int, tuple[int, int, int]], dict[int, Profile]]:
     if index.fanout(board.shards):
         return sharded.standings(board, window, members)
-    return _friends_from_redis(board, window, members)
+    return _friends_from_redis(board, window, friends_reply(board, window=window, members=members))
 
 
 def board_size(board_id: int, *, window: str) -> int:

@@ -60,11 +60,22 @@ def _writes(pipe: Any, by_key: dict[str, dict[str, int]], *, gt: bool, removed: 
 def _by_key(values: Iterable[EncodedValue]) -> dict[str, dict[str, int]]:
     by_key: dict[str, dict[str, int]] = defaultdict(dict)
     shards: dict[int, int] = {}
+    # One projector batch brings thousands of values over a handful of (board, window) sets:
+    # each unsharded set's mapping is looked up once rather than its key built again per value
+    # (docs/BENCHMARKS.md, "Round three: the projector").
+    mappings: dict[tuple[int, str], dict[str, int]] = {}
     for board_id, window, player_id, encoded in values:
-        if board_id not in shards:
-            shards[board_id] = index.shards_of(board_id)
-        mapping = by_key[keys.player_key(board_id, window, shards[board_id], player_id)]
-        mapping[str(player_id)] = max(encoded, mapping.get(str(player_id), encoded))
+        mapping = mappings.get((board_id, window))
+        if mapping is None:
+            if board_id not in shards:
+                shards[board_id] = index.shards_of(board_id)
+            if shards[board_id] > 1:
+                mapping = by_key[keys.player_key(board_id, window, shards[board_id], player_id)]
+            else:
+                mapping = mappings[(board_id, window)] = by_key[keys.board_key(board_id, window)]
+        member = str(player_id)
+        old = mapping.get(member)
+        mapping[member] = encoded if old is None or encoded > old else old
     return by_key
 
 
@@ -251,7 +262,7 @@ def _board_stream(token: str, board: Board, progress: Callable[[int], None] | No
         return targets[window, shard]
 
     # Redis ingests one chunk while Python reads and shapes the next: the two ran one after the
-    # other before, and Redis' ZADD work alone is about half of a rebuild (bench.memory). Each
+    # other before, and Redis' ZADD work alone is about half of a rebuild (the suite's rebuild figures). Each
     # chunk becomes one ZADD per sorted set with its arguments laid out flat as they go on the
     # wire (score, member, ...): a per-row dict and redis-py's own pairing loop cost more than
     # reading the rows.

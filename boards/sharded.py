@@ -4,7 +4,7 @@ several sorted sets (`shards`), and every board on a Redis Cluster. See docs/rea
 
 Each read asks every shard of the window in one pipeline (rediskit/lua/shard.lua, one key per
 call, so one slot), together with the index's built marker, and merges the answers in the
-contract's order (section 6):
+board order of docs/api.md §6:
 
 - top and paging: each shard's prefix 0..stop (with the whole group of identical scores at
   its end). A member missing from the merge has, in its shard, stop + 1 members ahead of it,
@@ -199,7 +199,10 @@ def standings(
         return {}, {}
     scores = sorted(set(found.values()))
     set_keys = keys.shard_keys(board.id, window, board.shards)
-    counted = index.batch([_shard_call(k, "counts", *map(str, scores)) for k in set_keys])
+    # better values only where ranks are shared: elsewhere the position alone ranks (as
+    # friends.lua answers better 0 on one Redis)
+    mode = "counts" if board.rank_display == "shared" else "places"
+    counted = index.batch([_shard_call(k, mode, *map(str, scores)) for k in set_keys])
     above = dict.fromkeys(scores, 0)
     better = dict.fromkeys(scores, 0)
     ties: dict[int, set[int]] = {s: set() for s in scores}

@@ -26,11 +26,16 @@ class BoardEntry:
     value: int
     encoded: int
     metadata: dict[str, Any] | None
+    # the value's sub-scores by name (docs/api.md §2.3); None on a board that declares none
+    subscores: dict[str, int] | None = None
 
 
 def board_entry(board: BoardConfig, *, position: int, rank: int, pk: int, encoded: int, profile: Profile) -> BoardEntry:
     value = encoding.decode_value(board, encoded)
-    return BoardEntry(position, rank, pk, profile.external_id, profile.display_name, value, encoded, profile.metadata)
+    subs = encoding.decode_subscores(board, encoded) if board.subscores else None
+    return BoardEntry(
+        position, rank, pk, profile.external_id, profile.display_name, value, encoded, profile.metadata, subs
+    )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The tournaments' API (contract 13.5, docs/competitions.md): the list (public) and the join
+"""The tournaments' API (docs/api.md §12.1, docs/competitions.md): the list (public) and the join
 (a server key of the game, or that player's token)."""
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""A player's league group (contract 13.6, docs/competitions.md): read as section 5's player
+"""A player's league group (docs/api.md §12.2, docs/competitions.md): read as docs/api.md §3.3's player
 reads (the game's server keys, staff, the player and their friends)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -10,24 +12,32 @@ from rest_framework.response import Response
 
 from boards.api.common import PLAYER_READ_ERRORS, WINDOW_PARAM, board_window
 from boards.api.players import PlayerReadApi
-from competitions.leagues import league_of, membership_of
+from competitions.leagues import league_of
+from competitions.selectors import LeagueEntry, league_group_read
 from leaderboard_project.errors import ApiError, NotFound
-from scores import encoding
-from scores.selectors.players import profiles
+
+
+class LeagueEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    player = serializers.CharField()
+    display_name = serializers.CharField()
+    score = serializers.IntegerField()
+    subscores = serializers.DictField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="only on boards that declare sub-scores: the value's sub-scores by name (docs/api.md §2.3)",
+    )
+
+    class Meta:
+        ref_name = "LeagueEntry"
 
 
 class LeagueApi(PlayerReadApi):
-    class EntrySerializer(serializers.Serializer):
-        rank = serializers.IntegerField()
-        player = serializers.CharField()
-        display_name = serializers.CharField()
-        score = serializers.IntegerField()
-
     class OutputSerializer(serializers.Serializer):
         window = serializers.CharField()
         tier = serializers.CharField(allow_null=True)
         group = serializers.CharField(allow_null=True)
-        entries = serializers.ListField(child=serializers.DictField())
+        entries = LeagueEntrySerializer(many=True)
         promote_until = serializers.IntegerField(help_text="ranks 1 to this one move up a tier (0: none)")
         relegate_from = serializers.IntegerField(
             allow_null=True, help_text="ranks from this one down move down a tier (null: none)"
@@ -50,45 +60,22 @@ class LeagueApi(PlayerReadApi):
         if not window.startswith("season:"):
             raise ApiError("a league is read over a season window: ?window=season or season:<slug>", code="bad_window")
         pk = self.player_pk(request, cfg, player)
-        season_id = _season_id(cfg, window)
-        membership = membership_of(cfg.id, season_id=season_id, player_pk=pk) if season_id else None
-        if membership is None:
-            body = {"window": window, "tier": None, "group": None, "entries": [], "promote_until": 0}
-            return Response({**body, "relegate_from": None})
-        found = profiles(cfg.id, window=window, pks=membership.member_pks)
-        ranked = sorted(
-            (p for p in found.values() if p.encoded is not None),
-            key=lambda p: (-p.encoded, p.external_id.encode()),
-        )
-        entries = [
-            {
-                "rank": i + 1,
-                "player": p.external_id,
-                "display_name": p.display_name,
-                "score": encoding.decode_value(cfg, p.encoded),
-            }
-            for i, p in enumerate(ranked)
-        ]
-        top = len(league.tiers) - 1
-        relegate_from = (
-            max(len(entries) - league.relegate + 1, league.promote + 1)
-            if membership.tier > 0 and league.relegate and entries
-            else None
-        )
+        read = league_group_read(cfg, window=window, player_pk=pk)
+        assert read is not None  # a league, checked above
         return Response(
             {
-                "window": window,
-                "tier": league.tiers[membership.tier],
-                "group": str(membership.group_id),
-                "entries": entries,
-                "promote_until": league.promote if membership.tier < top else 0,
-                "relegate_from": relegate_from,
+                "window": read.window,
+                "tier": read.tier,
+                "group": read.group,
+                "entries": [entry_body(e) for e in read.entries],
+                "promote_until": read.promote_until,
+                "relegate_from": read.relegate_from,
             }
         )
 
 
-def _season_id(cfg, window: str) -> int | None:
-    from scores.selectors import cached_game_config
-
-    config = cached_game_config(cfg.game_slug)
-    return config.season_ids.get(window.removeprefix("season:")) if config else None
+def entry_body(e: LeagueEntry) -> dict[str, Any]:
+    body: dict[str, Any] = {"rank": e.rank, "player": e.player, "display_name": e.display_name, "score": e.score}
+    if e.subscores is not None:
+        body["subscores"] = e.subscores
+    return body

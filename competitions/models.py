@@ -168,3 +168,45 @@ class LeagueOutcome(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id} after {self.season_id}: tier {self.tier_next}"
+
+
+class LeagueGroupFreeze(models.Model):
+    """One version of a league group's frozen standings (docs/competitions.md, "Leagues"): cut
+    from a version of the season's frozen standings (`season_freeze`), in the season freeze's
+    transaction. A re-freeze of the season writes a group's next version only when the group's
+    standings changed. Versions are never changed or deleted."""
+
+    group = models.ForeignKey(LeagueGroup, on_delete=models.CASCADE, related_name="freezes")
+    version = models.PositiveIntegerField()
+    season_freeze = models.ForeignKey("seasons.WindowFreeze", on_delete=models.PROTECT, related_name="+")
+    frozen_at = models.DateTimeField(auto_now_add=True)
+    entries = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["group", "version"], name="league_group_freeze_unique")]
+
+    def __str__(self) -> str:
+        return f"group {self.group_id} v{self.version}"
+
+
+class LeagueGroupStanding(models.Model):
+    """A member's place in a frozen group version, and the tier it gives them next season. The
+    fields a frozen standing has (seasons.FrozenStanding), so the standings read serves both."""
+
+    freeze = models.ForeignKey(LeagueGroupFreeze, on_delete=models.CASCADE, related_name="standings")
+    position = models.PositiveIntegerField()  # 1-based within the group, the season's order
+    rank = models.PositiveIntegerField()  # as displayed: shared within the group on shared boards
+    player = models.ForeignKey(Player, on_delete=models.PROTECT, related_name="+")
+    value = models.BigIntegerField()
+    reached_at = models.DateTimeField()
+    # the season standing's sort key (docs/encoding.md): the frozen value's sub-scores are decoded from it
+    encoded = models.BigIntegerField()
+    tier_next = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["freeze", "position"], name="league_group_standing_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.rank} {self.player_id}"

@@ -1,4 +1,4 @@
-"""A tournament's per-result refusals (contract 13.5), which ingest asks inside a submission's
+"""A tournament's per-result refusals (docs/api.md §12.1), which ingest asks inside a submission's
 transaction (scores/ingest/refusals.py; registered in CompetitionsConfig.ready()): outside the
 tournament's time (`tournament_closed`), a player who has not joined when joining is required
 (`not_in_tournament`), beyond max_attempts in the period (`no_attempts_left`)."""

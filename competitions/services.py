@@ -3,17 +3,22 @@ conditional statement so that concurrent requests never pass max_size or max_att
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 
 from competitions.tournaments import tournament_of
 from leaderboard_project.errors import Conflict
 from scores import pgarrays
-from scores.models import Player
-from scores.selectors import BoardConfig
+from scores.models import Game, Player
+from scores.selectors import BoardConfig, game_config, held_touching_top
+from seasons.models import WindowFreeze
+from seasons.services import window_freeze
+
+log = logging.getLogger(__name__)
 
 
 class TournamentFull(Conflict):
@@ -119,3 +124,36 @@ def attempts_take(wanted: Sequence[tuple[AttemptKey, int]]) -> dict[AttemptKey, 
             ],
         )
         return {(b, p, per): granted for b, p, per, granted in cur.fetchall()}
+
+
+# --- a tournament's end -------------------------------------------------------------------------
+
+HELD_TOP = 1000  # as a season's close: held matches touching the top this deep hold the end back
+
+
+def tournaments_close(*, now: datetime) -> list[str]:
+    """Freeze the `all` window of every tournament that ended more than the game's grace period
+    ago and is not frozen yet: its final standings, whose freeze writes the `tournament.ended`
+    settlement event (competitions/webhooks.py) in its transaction. Results are refused from
+    `ends_at` on (by the match's time); the grace lets those that ended before it arrive. Running
+    it twice freezes once (window_freeze does nothing when a version exists). Returns the
+    tournaments frozen now, as "game/board"."""
+    frozen = []
+    for game in Game.objects.order_by("id"):
+        config = game_config(game)
+        grace = timedelta(seconds=game.close_grace_seconds)
+        for board in config.boards.values():
+            tournament = tournament_of(board)
+            if tournament is None or tournament.ends_at + grace > now:
+                continue
+            if WindowFreeze.objects.filter(board_id=board.id, window="all").exists():
+                continue
+            held = held_touching_top(
+                board, window="all", start=tournament.starts_at, end=tournament.ends_at, top=HELD_TOP
+            )
+            if held:
+                log.info("tournament %s/%s waits for %d held match(es)", game.slug, board.slug, len(held))
+                continue
+            if window_freeze(board=board, window="all", reason="tournament ended") is not None:
+                frozen.append(f"{game.slug}/{board.slug}")
+    return frozen

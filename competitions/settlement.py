@@ -1,4 +1,4 @@
-"""Settlement (contract 13.7, docs/competitions.md): a board's `rewards` tiers and a game's
+"""Settlement (docs/api.md §13, docs/competitions.md): a board's `rewards` tiers and a game's
 `[[webhooks]]`, parsed for scores/config.py (registered in CompetitionsConfig.ready()), and
 which reward a frozen rank earns."""
 

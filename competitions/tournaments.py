@@ -1,4 +1,4 @@
-"""What a tournament is (contract 13.5, docs/competitions.md): the `[boards.tournament]` table
+"""What a tournament is (docs/api.md §12.1, docs/competitions.md): the `[boards.tournament]` table
 of a board, parsed for scores/config.py (registered in CompetitionsConfig.ready()), and read
 back from the board's stored settings."""
 

@@ -1,4 +1,4 @@
-"""Settlement webhooks (contract 13.7, docs/competitions.md): the outbox written in a freeze's
+"""Settlement webhooks (docs/api.md §13, docs/competitions.md): the outbox written in a freeze's
 transaction, and its delivery, signed, at least once, in order per board window, retried with
 backoff for 24 h."""
 
@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from competitions.models import WebhookDelivery, WebhookEvent, WebhookSecret
 from competitions.settlement import deepest_rewarded, reward_for
+from competitions.tournaments import tournament_of
 from scores.models import Game
 from scores.selectors import BoardConfig, cached_game_config
 from seasons.models import FrozenStanding, StandingChange, WindowFreeze
@@ -30,7 +31,7 @@ from seasons.models import FrozenStanding, StandingChange, WindowFreeze
 log = logging.getLogger(__name__)
 
 RETRY_FOR = timedelta(hours=24)
-FIRST_RETRY_SECONDS = 30  # the contract: the first retry within 60 s
+FIRST_RETRY_SECONDS = 30  # docs/api.md §13: the first retry within 60 s
 MAX_RETRY_SECONDS = 3600
 RESPONSE_KEPT = 500  # characters of a receiver's answer the admin shows
 
@@ -48,7 +49,7 @@ def _secret(game_id: int, salt: str) -> str:
 
 
 def signature(secret: str, *, t: int, body: bytes) -> str:
-    """`X-Signature` as contract 13.7 says: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`."""
+    """`X-Signature` as docs/api.md §13 says: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`."""
     mac = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
     return f"t={t},v1={mac}"
 
@@ -61,7 +62,7 @@ def webhook_events_write(board: BoardConfig, *, freeze: WindowFreeze, previous: 
     re-freeze, one delivery per subscribed URL. Nothing when the game subscribes to none."""
     config = cached_game_config(board.game_slug, stale_ok=False)
     assert config is not None
-    event_type = "window.refrozen" if previous is not None else "window.frozen"
+    event_type = _event_type(board, freeze=freeze, previous=previous)
     urls = [h["url"] for h in (config.game.webhooks or []) if event_type in h["events"]]
     if not urls:
         return
@@ -105,6 +106,19 @@ def webhook_events_write(board: BoardConfig, *, freeze: WindowFreeze, previous: 
         for url in urls
     )
     transaction.on_commit(_kick, robust=True)
+
+
+def _event_type(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowFreeze | None) -> str:
+    """A re-freeze is `window.refrozen`, whatever the window. The first freeze of a tournament's
+    `all` window is its end (competitions.services.tournaments_close): `tournament.ended`, the
+    one event of that freeze, so a receiver subscribed to both never gets the same final
+    standings twice. Any other first freeze (a recurring tournament's day or week too) is
+    `window.frozen`."""
+    if previous is not None:
+        return "window.refrozen"
+    if freeze.window == "all" and tournament_of(board) is not None:
+        return "tournament.ended"
+    return "window.frozen"
 
 
 def _kick() -> None:

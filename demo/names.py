@@ -139,7 +139,7 @@ def rfc3339(moment: datetime) -> str:
 def demo_match(
     rng: random.Random, players: list[str], now: datetime, *, new_player_chance: float = 0.03
 ) -> dict[str, Any]:
-    """One live match body (contract section 4) among 2-10 random `players`, ended now.
+    """One live match body (docs/api.md §4) among 2-10 random `players`, ended now.
 
     Now and then one participant is a brand-new player (with a display name); it is appended
     to `players` so later matches can pick it again."""

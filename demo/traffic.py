@@ -109,7 +109,7 @@ def rivalry_results(
     rng: random.Random, board: str, rule: BoardRule, entries: list[dict[str, Any]], login: str = DEMO_LOGIN
 ) -> list[dict[str, Any]] | None:
     """The results of a rivalry match on `board`, from the login's friends' board `entries`
-    (contract section 5, in board order): one of the three friends just behind passes the login, or, when an
+    (docs/api.md §5, in board order): one of the three friends just behind passes the login, or, when an
     entry ahead is marked `passed_login` (the friend who passed it last), the login climbs back
     past that friend. None: nothing to do."""
     mine = next((i for i, e in enumerate(entries) if e["player"] == login), None)

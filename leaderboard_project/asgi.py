@@ -17,3 +17,7 @@ application = ProtocolTypeRouter(
         "websocket": WebsocketGauge(websocket_application()),
     }
 )
+
+from leaderboard_project.gcsettle import settle  # noqa: E402
+
+settle()

@@ -1,6 +1,6 @@
 """Postgres outages: answer fast, come back fast.
 
-- A request that needs Postgres while it is down gets 503 with Retry-After and the contract's
+- A request that needs Postgres while it is down gets 503 with Retry-After and docs/api.md §14's
   error body (DatabaseUnavailableMiddleware), within DB_POOL_TIMEOUT (0.5 s by default) of
   asking the pool for a connection, never the 30 s it used to wait.
 - Once the pool's latest attempt to connect has failed (Postgres unreachable, not merely busy), a

@@ -1,4 +1,4 @@
-"""One error body everywhere (contract section 5):
+"""One error body everywhere (docs/api.md §5):
 {"error": {"code": "<snake_case>", "message": "<human text>"}}."""
 
 from __future__ import annotations

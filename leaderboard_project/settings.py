@@ -91,7 +91,7 @@ MIDDLEWARE = [
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
     # lagging-tolerant reads to the read replica, and again from the primary if it fails under them
     "leaderboard_project.replicas.ReplicaReadsMiddleware",
-    # Postgres unreachable: 503 + Retry-After with the contract body, not a 500
+    # Postgres unreachable: 503 + Retry-After with the error body of docs/api.md §14, not a 500
     "leaderboard_project.database.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on the pages, with a nonce per request (leaderboard_project/security.py)
@@ -241,9 +241,16 @@ CHANNEL_LAYERS = {
     }
 }
 # At most one live top-10 message per board window per this many seconds (docs/live.md)...
-LIVE_INTERVAL_SECONDS = float(os.environ.get("LIVE_INTERVAL_SECONDS", "1.0"))
+# 0.75, not docs/api.md §9's 1: a change inside the interval waits for its end, and 1 s on top
+# of the projector's delay breaks docs/api.md §4's 1 s from the 2xx (docs/reliability.md).
+LIVE_INTERVAL_SECONDS = float(os.environ.get("LIVE_INTERVAL_SECONDS", "0.75"))
 # ...while players' own rank and "passed" messages follow at this cadence.
 LIVE_TICK_SECONDS = float(os.environ.get("LIVE_TICK_SECONDS", "0.5"))
+
+# A computed /top page is reused for the rest of its period of the wall clock (boards/api/top.py).
+# A divisor of a second, so periods end on whole seconds with the edge cache's (docs/reads.md);
+# short, because a page's age adds to the projector's delay against docs/api.md §4's 1 s.
+TOP_CACHE_SECONDS = float(os.environ.get("TOP_CACHE_SECONDS", "0.25"))
 
 # Password guessing: after this many failed sign-ins for one account, or from one address, every
 # attempt (the right password too) is refused until the window ends (leaderboard_project/security.py).
@@ -305,7 +312,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["leaderboard_project.parsers.BoundedJSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "leaderboard_project.schema.AutoSchema",
     "EXCEPTION_HANDLER": "leaderboard_project.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     # Proxies in front of the workers that set X-Forwarded-For: rate limits per address count the
@@ -335,9 +342,9 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# Contract section 3: signatures older or newer than this are refused.
+# docs/api.md §3.1: signatures older or newer than this are refused.
 SIGNATURE_MAX_SKEW_SECONDS = 300
-# Contract section 7: how long a player's bearer token lives.
+# docs/api.md §3.2: how long a player's bearer token lives.
 PLAYER_TOKEN_TTL_SECONDS = int(os.environ.get("PLAYER_TOKEN_TTL_SECONDS", str(24 * 3600)))
 # One-time login links a game's server makes for a player (docs/players.md).
 LOGIN_LINK_TTL_SECONDS = int(os.environ.get("LOGIN_LINK_TTL_SECONDS", "900"))
@@ -347,7 +354,7 @@ LOGOUT_REDIRECT_URL = "/"
 # The state file of `make run`'s supervisor (scripts/run.py sets it for its children): /healthz
 # and /metrics name a process that is down while it is restarted (monitoring/processes.py).
 PROCESS_STATE_FILE = os.environ.get("LEADERBOARD_PROCESS_STATE", "").strip()
-# Contract section 4: ended_at more than this far in the future is refused.
+# docs/api.md §4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
 # The projector (scores/projection/) applies committed matches to values and boards; `make run`
 # starts it as its own process. PROJECTOR_INLINE=1 applies them in the submitting process
@@ -357,13 +364,24 @@ PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
 # A player's own rank and friends reads answered without DRF's per-request machinery
 # (boards/api/thin.py, docs/reads.md "The thin path"); 0 sends them through the DRF views.
 BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"
-# Admission control (contract 13.2, scores/admission.py, docs/operations.md): a submission is
+# Admission control (docs/api.md §4.5, scores/admission.py, docs/operations.md): a submission is
 # refused 503 `overloaded` before anything is stored while the projector's oldest pending row is
 # older than ADMISSION_MAX_LAG_MS (0: never refuse) or more than ADMISSION_MAX_PENDING matches wait;
 # each process reads the backlog at most once per ADMISSION_REFRESH_MS.
 ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "500"))
 ADMISSION_MAX_PENDING = int(os.environ.get("ADMISSION_MAX_PENDING", "2500"))
-ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "100"))
+ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "50"))
+# Group commit for single submissions (scores/ingest/gather.py, docs/operations.md): with
+# WEB_APPEND_SERVICE=1 (what `make run` sets) the web processes hand single matches to the local
+# append service (`manage.py append_service`, on WEB_APPEND_SOCKET), which stores what arrives
+# within WEB_APPEND_GATHER_MS (or until WEB_APPEND_GATHER_MAX wait) in one transaction; a request
+# the service does not answer within WEB_APPEND_TIMEOUT_MS, or while it is not running, stores
+# its match itself.
+WEB_APPEND_SERVICE = os.environ.get("WEB_APPEND_SERVICE", "0") == "1"
+WEB_APPEND_SOCKET = os.environ.get("WEB_APPEND_SOCKET") or str(BASE_DIR / ".local" / "run" / "append.sock")
+WEB_APPEND_TIMEOUT_MS = float(os.environ.get("WEB_APPEND_TIMEOUT_MS", "5000"))
+WEB_APPEND_GATHER_MS = float(os.environ.get("WEB_APPEND_GATHER_MS", "1"))
+WEB_APPEND_GATHER_MAX = int(os.environ.get("WEB_APPEND_GATHER_MAX", "64"))
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or (
@@ -390,6 +408,8 @@ CELERY_BEAT_SCHEDULE = {
     # live updates held back by the one-per-second limit: a safety net for their scheduled flush
     "boards-live-flush": {"task": "boards.tasks.live_flush", "schedule": 1.0, "options": {"expires": 1.0}},
     "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
+    # tournaments past their end and grace: their final standings and `tournament.ended` (docs/competitions.md)
+    "competitions-close-tournaments": {"task": "competitions.tasks.close_tournaments", "schedule": 60.0},
     # settlement webhooks due (docs/competitions.md); a freeze also queues a run after its commit
     "competitions-deliver-webhooks": {
         "task": "competitions.tasks.deliver_webhooks",

@@ -13,7 +13,7 @@ from monitoring.metrics import metrics_view
 # the lock-out after repeated failures is said as such (leaderboard_project/security.py)
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
-BOARD = "api/v1/games/<str:game>/boards/<str:board>/"  # the reads of one board (contract sections 5, 6, 10)
+BOARD = "api/v1/games/<str:game>/boards/<str:board>/"  # the reads of one board (docs/api.md §5, §6, §10)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -32,7 +32,7 @@ urlpatterns = [
 ]
 
 
-# Machine routes answer the contract's JSON error body; everything else is a page for people,
+# Machine routes answer the JSON error body of docs/api.md §14; everything else is a page for people,
 # answered in the site's style (templates/404.html, templates/500.html).
 _MACHINE_PREFIXES = ("/api/", "/healthz", "/metrics", "/ws/", "/admin/jsi18n")
 

@@ -14,3 +14,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
 
 application = get_wsgi_application()
+
+from leaderboard_project.gcsettle import settle  # noqa: E402
+
+settle()

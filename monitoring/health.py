@@ -1,4 +1,4 @@
-"""GET /healthz (contract sections 11 and 12)."""
+"""GET /healthz (docs/api.md §11)."""
 
 from __future__ import annotations
 

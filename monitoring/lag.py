@@ -31,7 +31,11 @@ class IngestLag:
 def ingest_lag() -> IngestLag:
     """The step further behind: the projector's backlog or the outbox's. Raises if Postgres or
     Redis is unreachable."""
-    return max(outbox_lag(), projector_lag(), key=lambda lag: lag.seconds)
+    # The projector's backlog first: a batch deletes its pending rows and writes its outbox row
+    # in one commit, so one committing between the two reads shows in the second. Read the
+    # other way round it would hide from both (no outbox row yet, no pending row any more).
+    projector = projector_lag()
+    return max(outbox_lag(), projector, key=lambda lag: lag.seconds)
 
 
 def projector_lag() -> IngestLag:

@@ -8,7 +8,7 @@ board index) is read from Postgres and Redis at scrape time by LiveCollector.
 
 What is counted where:
 - requests: RequestMetricsMiddleware, first in MIDDLEWARE, per route pattern and method;
-- submitted matches by outcome: the same middleware reads the contract's answer of the two
+- submitted matches by outcome: the same middleware reads the answer (docs/api.md §4) of the two
   submission routes (a match's status, `duplicate`, a 400 or 409), so ingest code is untouched;
   so are submissions refused 503 `overloaded` (admission control);
 - Redis errors: monitoring.redis, the connection class of the boards' and cache's pool;
@@ -55,7 +55,7 @@ MATCHES = Counter(
 )
 REFUSED = Counter(
     "leaderboard_ingest_refused",
-    "Submissions answered 503 overloaded (admission control, contract 13.2): nothing of them stored",
+    "Submissions answered 503 overloaded (admission control, docs/api.md §4.5): nothing of them stored",
     ["game", "route"],
 )
 REDIS_ERRORS = Counter("leaderboard_redis_errors", "Failed Redis connects, sends and reads", ["error"])
@@ -87,7 +87,7 @@ class RequestMetricsMiddleware:
 
 
 def _count_matches(game: str, route: str, response: HttpResponse) -> None:
-    """From the contract's answer (sections 4 and 12): nothing of ingest has to know."""
+    """From the answer (docs/api.md §4) (sections 4 and 12): nothing of ingest has to know."""
     data = getattr(response, "data", None)
     status = response.status_code
     if status == 503 and isinstance(data, dict) and data.get("error", {}).get("code") == "overloaded":

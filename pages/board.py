@@ -18,11 +18,11 @@ from boards.types import BoardEntry
 from pages.chart import Chart, chart_build
 from pages.periods import Reset, reset_of, window_dates, window_label
 from pages.where import Where, past_windows
-from scores import windows
+from scores import encoding, windows
 from scores.models import Game
 from scores.selectors import BoardConfig, GameConfig, player_names, player_search
 from seasons import selectors as frozen
-from seasons.models import WindowFreeze
+from seasons.models import FrozenStanding, WindowFreeze
 
 PAGE_SIZE = 100
 # The public API pages the top down to offset 10,000 (limit 100): a position beyond it is
@@ -41,6 +41,7 @@ class Row:
     score: int
     board_rank: int | None = None  # friends' board: the rank on the whole board
     me: bool = False
+    subs: tuple[int, ...] = ()  # the value's sub-scores, in the board's declared order
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Card:
     around: list[Row]
     hidden: bool = False  # ranked deeper than the public pages, and not the viewer's to see
     position: int | None = None  # 0-based place in the board's order (which page holds it)
+    subs: tuple[int, ...] = ()  # the value's sub-scores, in the board's declared order
 
     @property
     def page(self) -> int | None:
@@ -85,7 +87,18 @@ class Search:
 
 
 def _row(e: BoardEntry, me_pk: int | None) -> Row:
-    return Row(e.rank, e.external_id, e.display_name, e.value, me=e.player_id == me_pk)
+    subs = tuple(e.subscores.values()) if e.subscores else ()
+    return Row(e.rank, e.external_id, e.display_name, e.value, me=e.player_id == me_pk, subs=subs)
+
+
+def _frozen_subs(cfg: BoardConfig, encoded: int) -> tuple[int, ...]:
+    return tuple(encoding.decode_subscores(cfg, encoded).values()) if cfg.subscores else ()
+
+
+def _frozen_row(cfg: BoardConfig, s: FrozenStanding, me_pk: int | None) -> Row:
+    """A frozen standing as a row, ranked as it was frozen."""
+    name = s.player.display_name
+    return Row(s.rank, s.player.external_id, name, s.value, me=s.player_id == me_pk, subs=_frozen_subs(cfg, s.encoded))
 
 
 def _cursor(raw: str | None) -> cursor.Cursor | None:
@@ -128,10 +141,11 @@ def _live_card(cfg: BoardConfig, window: str, pk: int, me_pk: int | None) -> Car
         standing.total,
         [_row(e, me_pk) for e in standing.around],
         position=me.position,
+        subs=tuple(me.subscores.values()) if me.subscores else (),
     )
 
 
-def _frozen_card(freeze: WindowFreeze, pk: int, me_pk: int | None) -> Card:
+def _frozen_card(cfg: BoardConfig, freeze: WindowFreeze, pk: int, me_pk: int | None) -> Card:
     rows = frozen.standings_around(freeze, player_pk=pk, around=AROUND)
     mine = next((s for s in rows if s.player_id == pk), None)
     if mine is None:
@@ -146,8 +160,9 @@ def _frozen_card(freeze: WindowFreeze, pk: int, me_pk: int | None) -> Card:
         mine.value,
         percentile,
         total,
-        [Row(s.rank, s.player.external_id, s.player.display_name, s.value, me=s.player_id == me_pk) for s in rows],
+        [_frozen_row(cfg, s, me_pk) for s in rows],
         position=mine.position - 1,
+        subs=_frozen_subs(cfg, mine.encoded),
     )
 
 
@@ -155,7 +170,15 @@ def _friends(cfg: BoardConfig, window: str, freeze: WindowFreeze | None, me_pk: 
     if freeze is not None:
         found = frozen.standings_of(freeze, player_pks=[me_pk, *friend_pks(me_pk)])
         return [
-            Row(i + 1, s.player.external_id, s.player.display_name, s.value, board_rank=s.rank, me=s.player_id == me_pk)
+            Row(
+                i + 1,
+                s.player.external_id,
+                s.player.display_name,
+                s.value,
+                board_rank=s.rank,
+                me=s.player_id == me_pk,
+                subs=_frozen_subs(cfg, s.encoded),
+            )
             for i, s in enumerate(found)
         ]
     board = selectors.friends_board(cfg, window=window, pk=me_pk)
@@ -167,6 +190,7 @@ def _friends(cfg: BoardConfig, window: str, freeze: WindowFreeze | None, me_pk: 
             f.entry.value,
             board_rank=f.board_rank,
             me=f.entry.player_id == me_pk,
+            subs=tuple(f.entry.subscores.values()) if f.entry.subscores else (),
         )
         for f in board.entries
     ]
@@ -177,7 +201,7 @@ def mine_read(cfg: BoardConfig, *, where: Where, me_pk: int | None) -> tuple[Car
     if me_pk is None:
         return None, None
     freeze = where.freeze
-    card = _frozen_card(freeze, me_pk, me_pk) if freeze else _live_card(cfg, where.window, me_pk, me_pk)
+    card = _frozen_card(cfg, freeze, me_pk, me_pk) if freeze else _live_card(cfg, where.window, me_pk, me_pk)
     return card, _friends(cfg, where.window, freeze, me_pk)
 
 
@@ -258,7 +282,7 @@ def _focus(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | No
     pk = player_pk(cfg.game_id, external_id=focus_id)
     if pk is None:
         return Card(focus_id, "", None, None, None, total, [], hidden=False)
-    focus = _frozen_card(where.freeze, pk, me_pk) if where.freeze else _live_card(cfg, where.window, pk, me_pk)
+    focus = _frozen_card(cfg, where.freeze, pk, me_pk) if where.freeze else _live_card(cfg, where.window, pk, me_pk)
     if focus.rank is not None and focus.rank > PUBLIC_DEPTH and not may_read(request, viewer_pk=me_pk, pk=pk):
         return Card(focus.player, focus.display_name, None, None, None, total, [], hidden=True)
     return focus
@@ -305,10 +329,7 @@ def board_page_read(
     if freeze is not None:
         standings = frozen.standings_page(freeze, offset=offset, limit=PAGE_SIZE)
         total = freeze.entries
-        rows = [
-            Row(s.rank, s.player.external_id, s.player.display_name, s.value, me=s.player_id == me_pk)
-            for s in standings
-        ]
+        rows = [_frozen_row(cfg, s, me_pk) for s in standings]
     else:
         if after is None:
             top = selectors.board_top(cfg, window=where.window, offset=offset, limit=PAGE_SIZE)

@@ -74,7 +74,7 @@ class Reset:
 
 
 def countdown(seconds: float) -> str:
-    """3 d 4 h, 5 h 12 min 30 s, 4 min 09 s, 9 s (static/js/live.js ticks the same)."""
+    """3 d 4 h, 5 h 12 min 30 s, 4 min 09 s, 9 s (static/js/format.js words it the same for the ticking pages)."""
     s = max(0, int(seconds))
     days, s = divmod(s, 86400)
     hours, s = divmod(s, 3600)

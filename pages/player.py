@@ -1,7 +1,7 @@
 """What a player's page shows (`/games/{game}/players/{player}/`): per board, their rank, score
 and percentile in each current window, and their results newest first, marked when held or
 voided and when they set (or count toward) a current value. Visible to the player, their
-friends and staff, as the API's player reads (contract section 5)."""
+friends and staff, as the API's player reads (docs/api.md §5)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import datetime
 
 from boards import selectors
 from pages.periods import WINDOW_LABELS
-from scores import windows
+from scores import encoding, windows
 from scores.models import Match
 from scores.selectors import BoardConfig, GameConfig, player_result_counts, player_results, player_values
 
@@ -27,6 +27,7 @@ class WindowStanding:
     score: int | None
     percentile: float | None
     total: int
+    subs: tuple[int, ...] = ()  # the value's sub-scores in declared order (docs/api.md §2.3)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class ResultRow:
     status: str  # accepted, held (waits for a moderator), voided
     score: int
     sets: list[str]  # labels of the current windows whose value this result set (or counts in)
+    subs: tuple[int, ...] = ()  # the result's sub-scores in declared order
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ def player_page_read(
                     me.value if me else None,
                     s.percentile,
                     s.total,
+                    tuple(me.subscores.values()) if me and me.subscores else (),
                 )
             )
         per_page = RESULTS_PAGE if only_board else RESULTS_PER_BOARD
@@ -118,6 +121,7 @@ def player_page_read(
         number = min(max(page, 1), pages) if only_board else 1
         rows = []
         for r in player_results(pk, board_id=cfg.id, offset=(number - 1) * per_page, limit=per_page):
+            subs = tuple(encoding.decode_subpart(cfg, r.subpart).values()) if cfg.subscores else ()
             sets = []
             if r.status == Match.Status.ACCEPTED:
                 counted = set(windows.windows_for(r.ended_at, cfg.reset_timezone, cfg.windows, cfg.seasons))
@@ -125,8 +129,13 @@ def player_page_read(
                     value = values.get((cfg.id, window))
                     if value is None or window not in counted:
                         continue
-                    if cfg.mode == "total" or value == (r.score, r.ended_at):
+                    score, reached_at, encoded = value
+                    # the whole tuple: a result of the same score with other sub-scores did not set it
+                    same_subs = not cfg.subscores or encoding.decode_subscores(cfg, encoded) == encoding.decode_subpart(
+                        cfg, r.subpart
+                    )
+                    if cfg.mode == "total" or ((score, reached_at) == (r.score, r.ended_at) and same_subs):
                         sets.append(_label(kind, window, config))
-            rows.append(ResultRow(r.match_id, r.ended_at, r.status, r.score, sets))
+            rows.append(ResultRow(r.match_id, r.ended_at, r.status, r.score, sets, subs))
         sections.append(BoardSection(cfg, standings, rows, count, number, pages))
     return PlayerPage(config.game.slug, config.game.name, external_id, display_name, is_me, sections, only_board)

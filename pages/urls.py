@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.index, name="pages-index"),
     path("games/<str:game>/", views.game_page, name="pages-game"),
     path("games/<str:game>/boards/<str:board>/", views.board_page, name="pages-board"),
+    path("games/<str:game>/boards/<str:board>/join/", views.tournament_join, name="pages-tournament-join"),
     path("games/<str:game>/boards/<str:board>/archive/", views.archive_page, name="pages-archive"),
     path("games/<str:game>/players/<str:player>/", views.player_page, name="pages-player"),
     path("favicon.ico", views.favicon, name="favicon"),

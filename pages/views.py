@@ -3,7 +3,7 @@ distribution, and for a signed-in player their rank card and friends' board. See
 
 Thin, like the API views: parse the query, call the same selectors the API calls (boards,
 seasons, histogram) through pages/board.py, render. Pages work without JavaScript;
-static/js/live.js adds the live updates (contract section 9) on top of the server-rendered page."""
+static/js/live.js adds the live updates (docs/api.md §9) on top of the server-rendered page."""
 
 from __future__ import annotations
 
@@ -13,15 +13,18 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.staticfiles import finders
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from leaderboard_project.replicas import replica_reads
 from pages import board as board_read
+from pages import competitions
 from pages.archive import archive_read
 from pages.player import player_page_read
 from pages.where import Where, where_read
@@ -61,7 +64,11 @@ def game_page(request: HttpRequest, game: str) -> HttpResponse:
     found, boards = cached_game(game)
     if found is None:
         return not_found(request, f"There is no game {game!r}.")
-    return render(request, "pages/game.html", {"game": found, "boards": list(boards.values())})
+    config = cached_game_config(game)
+    tournaments = competitions.game_tournaments(config, now=timezone.now()) if config else []
+    return render(
+        request, "pages/game.html", {"game": found, "boards": list(boards.values()), "tournaments": tournaments}
+    )
 
 
 def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
@@ -71,6 +78,8 @@ def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
     if (name := _control_characters(request)) is not None:
         return not_found(request, f"The {name!r} parameter holds a control character.", status=400)
     config = cached_game_config(game)
+    if config is None:
+        return not_found(request, f"There is no game {game!r}.")
     now = timezone.now()
     where = where_read(request, cfg=cfg, now=now)
     if isinstance(where, str):
@@ -81,7 +90,42 @@ def board_page(request: HttpRequest, game: str, board: str) -> HttpResponse:
     page = board_read.board_page_read(
         request, game=config.game, config=config, cfg=cfg, where=where, me_pk=me_pk, now=now
     )
-    return render(request, "pages/board.html", {"p": page, "public_depth": board_read.PUBLIC_DEPTH})
+    context = {
+        "p": page,
+        "public_depth": board_read.PUBLIC_DEPTH,
+        "tournament": competitions.board_tournament(config, cfg, me_pk=me_pk, now=now),
+        "league": competitions.my_league(cfg, window=where.window, me_pk=me_pk, now=now),
+    }
+    return render(request, "pages/board.html", context)
+
+
+@require_POST
+def tournament_join(request: HttpRequest, game: str, board: str) -> HttpResponse:
+    """The tournament box's join button (a plain form: works without JavaScript; the CSRF
+    middleware checks its token). Joins the signed-in player through the API's service, then
+    back to the board page (303), whose tournament box says what happened."""
+    cfg = cached_board(game, board_slug=board)
+    if cfg is None or cfg.tournament is None:
+        return not_found(request, f"There is no tournament {board!r} in game {game!r}.")
+    back = reverse("pages-board", args=[game, board])
+    if not request.user.is_authenticated:
+        return redirect(f"{reverse('login')}?{urlencode({'next': back})}")
+    me_pk = player_of_user(request.user.id, game_id=cfg.game_id)
+    if me_pk is None:
+        messages.error(request, "Your account does not play this game, so it cannot join its tournaments.")
+    else:
+        outcome = competitions.tournament_join_for(
+            cfg, me_pk=me_pk, me_external_id=player_names(me_pk)[0], now=timezone.now()
+        )
+        messages.add_message(request, getattr(messages, outcome.level.upper()), outcome.message)
+    return _see_other(f"{back}#tournament")
+
+
+def _see_other(url: str) -> HttpResponse:
+    """303: the browser follows a POST's answer with a GET, so a reload never joins again."""
+    response = HttpResponse(status=303)
+    response["Location"] = url
+    return response
 
 
 def _rank_card_part(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk: int | None) -> HttpResponse:
@@ -99,6 +143,7 @@ def _rank_card_part(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk:
             "friends": friends,
             "public_depth": board_read.PUBLIC_DEPTH,
             "fmt": cfg.format,
+            "subs": cfg.subscores,
             "player_url": reverse("pages-player", args=[cfg.game_slug, card.player]),
         }
         response = render(request, "pages/_rank_card_part.html", context)
@@ -108,7 +153,7 @@ def _rank_card_part(request: HttpRequest, cfg: BoardConfig, where: Where, me_pk:
 
 @replica_reads  # may lag a little: docs/operations.md, "Read replicas"
 def player_page(request: HttpRequest, game: str, player: str) -> HttpResponse:
-    """A player's results and ranks: for the player, their friends and staff (contract section 5)."""
+    """A player's results and ranks: for the player, their friends and staff (docs/api.md §5)."""
     config = cached_game_config(game)
     if config is None:
         return not_found(request, f"There is no game {game!r}.")
@@ -135,7 +180,8 @@ def player_page(request: HttpRequest, game: str, player: str) -> HttpResponse:
         page=_positive(request.GET.get("page")),
         now=timezone.now(),
     )
-    response = render(request, "pages/player.html", {"p": page})
+    tournaments = competitions.player_tournaments(config, player_pk=pk, now=timezone.now())
+    response = render(request, "pages/player.html", {"p": page, "tournaments": tournaments})
     response["Cache-Control"] = "private, no-store"
     return response
 

@@ -75,8 +75,9 @@ def _current_windows(cfg: BoardConfig, now: datetime, tz: str, region: str) -> l
 def past_windows(cfg: BoardConfig, *, now: datetime, retention: int, where: Where) -> list[str]:
     """Earlier windows a visitor can open (without the region prefix: the region is a parameter
     of its own): those with frozen standings and those whose sorted set is still retained,
-    newest first per kind."""
-    found: set[str] = set()
+    newest first per kind, and the one the page shows, however old (a link to it keeps it
+    selected in the picker)."""
+    found: set[str] = {where.spec} if not where.is_current and ":" in where.spec else set()
     for kind in ("daily", "weekly", "monthly", "season"):
         if kind in cfg.windows:
             lookback = min(max(retention, 1), PAST_LOOKBACK)

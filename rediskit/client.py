@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django_redis import get_redis_connection
 from redis import Redis
 from redis.exceptions import ClusterError, RedisClusterException
@@ -26,8 +27,20 @@ class BoardIndexNotBuilt(RedisConnectionError):
     degraded, rather than serve a partial board as whole."""
 
 
+_client: tuple[object, Redis] | None = None
+
+
 def get_redis() -> Redis:
-    return get_redis_connection("default")
+    """One client per process (redis-py's clients are thread-safe and share django-redis' pool).
+    django-redis builds a client per `caches` handle, and Django keeps a handle per thread and
+    per asyncio context: one per websocket, about 16 kB each (docs/live.md, "Measuring"). A new
+    settings.CACHES (override_settings) gets a new client."""
+    global _client
+    conf = settings.CACHES
+    found = _client
+    if found is None or found[0] is not conf:
+        found = _client = (conf, get_redis_connection("default"))
+    return found[1]
 
 
 def log_unavailable(logger: logging.Logger, message: str, *args: object, exc: BaseException) -> None:

@@ -19,6 +19,9 @@ pv:{board_id}:{window}:{player_id}:{encoded}
                                 compact JSON [external id, display name, metadata, encoded]
                                 (boards/profiles.py); outside lb:, like Django's cache keys: a cache
                                 anyone may empty
+fl:{player_id}                  string (60 s expiry): a player's friends' primary keys joined by ","
+                                (boards/profiles.py), a cache like pv:, which friends.lua reads in
+                                the board read's own round trip
 lb:hist:{board_id}:{window}     hash: the score histogram of a board window (boards/histogram.py);
                                 outside lb:{board_id}:* so rebuilds never touch it
 lb:throttle:{scope}:{ident}:{n} integer: requests of one client in the n-th fixed window of a rate
@@ -124,8 +127,17 @@ def changes_key(live_key: str) -> str:
     return "lbc:" + live_key[len("lb:") :]
 
 
+def profile_key_prefix(board_id: int, window: str) -> str:
+    """What every profile key of a board window starts with (friends.lua appends the rest)."""
+    return f"pv:{board_id}:{window}:"
+
+
 def profile_key(board_id: int, window: str, player_id: int, encoded: int) -> str:
-    return f"pv:{board_id}:{window}:{player_id}:{encoded}"
+    return f"{profile_key_prefix(board_id, window)}{player_id}:{encoded}"
+
+
+def friend_list_key(player_id: int) -> str:
+    return f"fl:{player_id}"
 
 
 def histogram_key(board_id: int, window: str) -> str:

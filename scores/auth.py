@@ -1,4 +1,4 @@
-"""Game-server authentication (contract section 3): HMAC-SHA256 signed requests.
+"""Game-server authentication (docs/api.md §3.1): HMAC-SHA256 signed requests.
 
 A server key's secret is never stored. It is derived from the key id, a random per-key salt
 and SERVER_KEY_PEPPER (environment only), so a database dump alone cannot sign requests."""
@@ -151,7 +151,7 @@ def server_key_permission(scope: str | None) -> type[BasePermission]:
     return HasServerScope
 
 
-# --- player bearer tokens (contract section 7) ---------------------------------------------
+# --- player bearer tokens (docs/api.md §3.2) ---------------------------------------------
 
 _TOKEN_SALT = "leaderboard.player-token.v1"
 

@@ -1,4 +1,4 @@
-"""Configuration as code (contract section 2): parse and check a game's TOML file.
+"""Configuration as code (docs/api.md §2): parse and check a game's TOML file.
 
 Every problem is reported with the key it concerns ("boards[1].max_score: ..."), and a file
 with any problem is refused whole."""
@@ -41,6 +41,19 @@ class BoardDefinition:
 
 
 @dataclass(frozen=True)
+class SubscoreSpec:
+    """One declared sub-score (docs/api.md §2.3): ranked after the score, in its own order."""
+
+    name: str
+    order: str  # desc | asc
+    min: int
+    max: int
+
+
+MAX_SUBSCORES = encoding.MAX_SUBSCORES
+
+
+@dataclass(frozen=True)
 class BoardSpec(BoardDefinition):
     regions: bool = False
     anticheat: tuple[tuple[str, int | float], ...] = ()  # threshold overrides, sorted by key
@@ -54,6 +67,8 @@ class BoardSpec(BoardDefinition):
     rewards: tuple[tuple[str, Any], ...] = ()
     # a league's tiers and groups over the season window (docs/competitions.md), like the above
     league: tuple[tuple[str, Any], ...] | None = None
+    # ranked after the score, in declared order (docs/encoding.md, "Sub-scores")
+    subscores: tuple[SubscoreSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,8 +107,9 @@ _GAME_KEYS = {"slug", "name", "reset_timezone", "close_grace_seconds", "retentio
 _BOARD_KEYS = {
     "slug", "name", "order", "mode", "windows", "min_score", "max_score", "max_total", "rank_display", "regions",
     "anticheat", "format", "shards", "exact_rank_limit", "min_total", "tournament",
-    "rewards", "league",
+    "rewards", "league", "subscores",
 }  # fmt: skip
+_SUBSCORE_KEYS = {"name", "order", "min", "max"}
 _REGION_KEYS = {"slug", "timezone"}
 _SEASON_KEYS = {"slug", "name", "starts_at", "ends_at"}
 
@@ -246,12 +262,47 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
         tournament=_tournament(raw, p, windows),
         rewards=_registered_table(raw, "rewards", p),
         league=_league(raw, p, windows),
+        subscores=_subscores(raw, p, mode),
     )
     problem = encoding.budget_problem(spec)
     if problem:
         key = "max_total" if mode == "total" else "max_score"
+        if spec.subscores:
+            # the first sub-score whose range takes the product past the budget
+            span = encoding.score_span(spec)
+            for j, sub in enumerate(spec.subscores):
+                span *= encoding.subscore_span(sub)
+                if span > encoding.VALUE_SPAN_LIMIT:
+                    key = f"subscores[{j}].max"
+                    break
         raise ConfigError(p + key, problem)
     return spec
+
+
+def _subscores(raw: dict[str, Any], p: str, mode: str) -> tuple[SubscoreSpec, ...]:
+    tables = raw.get("subscores")
+    if tables is None:
+        return ()
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(p + "subscores", 'a list of tables: subscores = [{name = "kills", max = 1000}]')
+    if mode == "total":
+        raise ConfigError(p + "subscores", "only best and latest boards have sub-scores (a total has no one result)")
+    if len(tables) > MAX_SUBSCORES:
+        raise ConfigError(p + "subscores", f"at most {MAX_SUBSCORES} sub-scores per board, {len(tables)} given")
+    out = []
+    for j, t in enumerate(tables):
+        q = f"{p}subscores[{j}]."
+        _no_unknown(t, _SUBSCORE_KEYS, q)
+        name = _str(t, "name", q)
+        if not is_slug(name):
+            raise ConfigError(q + "name", f"{name!r} is not a slug (lowercase letters, digits, - and _)")
+        low = _int(t, "min", q, default=0)
+        high = _int(t, "max", q)
+        if high < low:
+            raise ConfigError(q + "max", f"{high} is below min {low}")
+        out.append(SubscoreSpec(name=name, order=_choice(t, "order", q, ("desc", "asc"), "desc"), min=low, max=high))
+    _unique([s.name for s in out], p + "subscores", "name")
+    return tuple(out)
 
 
 # Parsers of a board's sub-tables that belong to an app above this one (the anti-cheat
@@ -260,7 +311,7 @@ def _board(raw: dict[str, Any], i: int) -> BoardSpec:
 # ValueError((key, message)).
 _table_parsers: dict[str, Callable[[Any], dict[str, Any]]] = {}
 
-# the windows a tournament board may keep (contract 13.5): the whole tournament, and its
+# the windows a tournament board may keep (docs/api.md §12.1): the whole tournament, and its
 # recurring periods
 TOURNAMENT_WINDOWS = ("all", "daily", "weekly")
 

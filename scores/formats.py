@@ -1,4 +1,4 @@
-"""How a board's scores read to people (`format` in the game's TOML, contract section 12):
+"""How a board's scores read to people (`format` in the game's TOML, docs/api.md §2.2):
 "integer" (12,345), "duration_ms" (4:41.897 for 281,897 ms) or "decimal:N" (N digits after
 the point: 1,234.56 for 123,456 with decimal:2). Only the pages format; the API always answers
 the integer. static/js/format.js is the same in the browser (tests/e2e checks they agree)."""

@@ -64,7 +64,7 @@ def recent_value_parts(*, board: BoardConfig, since: datetime) -> list[tuple[int
     """(server key pk, value part) of every accepted result on the board received since then.
     Only the recent days' partitions are read: a match received lately that ended more than a
     day before it arrived is left out (these feed statistics, not rules)."""
-    part = "r.score" if board.mode == "total" else encoding.sql_value_part(board, "r.score")
+    part = "r.score" if board.mode == "total" else encoding.sql_score_part(board, "r.score")
     with connection.cursor() as cur:
         cur.execute(
             f"""

@@ -1,4 +1,4 @@
-"""The exact forms of the contract's ids (sections 1, 4 and 12). An id is taken as sent or
+"""The exact forms of the ids (docs/api.md §1.1). An id is taken as sent or
 refused with 400: never trimmed or otherwise changed into another id.
 
 The patterns keep their ^...$ spelling for the OpenAPI schema (ECMA-262 has no \\Z); in

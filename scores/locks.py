@@ -13,10 +13,14 @@ Transaction-level advisory locks keyed (namespace, number):
   Two appliers of one lane never interleave, so a recompute never counts a result the
   projector is about to add once more.
 
+- ADMIT (number 0): taken by a large submission before it stores anything, until it commits,
+  so large submissions pass admission control one at a time, each seeing the ones before it
+  in the backlog (scores/admission.py).
+
 And a session-level one, OWN (number = lane): a projector process owns a lane while it holds
 it on its LISTEN connection (scores/projection/runner.py).
 
-Lock order, everywhere: INGEST before APPLY, lanes in ascending order.
+Lock order, everywhere: ADMIT before INGEST before APPLY, lanes in ascending order.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from django.db import connection
 INGEST = 7301
 APPLY = 7302
 OWN = 7303
+ADMIT = 7304
 
 # The projector's lanes: a result belongs to lane player pk modulo LANES, and each lane is
 # applied by one applier at a time (its APPLY lock), so up to LANES projector processes run side
@@ -41,6 +46,12 @@ NOTIFY_CHANNEL = "lb_projector"
 
 def lane_of(player_id: int) -> int:
     return player_id % LANES
+
+
+def admit_lock() -> None:
+    """Wait for the large submissions admitted before this one to commit (scores/admission.py)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", [ADMIT])
 
 
 def ingest_lock_exclusive(game_id: int) -> None:

@@ -77,6 +77,9 @@ class Board(models.Model):
     rewards = models.JSONField(default=list, blank=True)
     # a league board's tiers, group size, promotion and relegation (docs/competitions.md), else null
     league = models.JSONField(null=True, blank=True)
+    # declared sub-scores [{"name", "order", "min", "max"}], ranked after the score in this order
+    # (docs/encoding.md, "Sub-scores"); part of the encoding, like order and the bounds
+    subscores = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "slug"], name="board_unique_slug_per_game")]
@@ -219,6 +222,10 @@ class Result(models.Model):
         Board, on_delete=models.PROTECT, related_name="results", db_index=False, db_constraint=False
     )
     score = models.BigIntegerField()
+    # the result's sub-scores as one number of the board's mixed radix (scores.encoding.subpart:
+    # each declared sub-score's digit, a missing one 0, its worst); 0 on boards without any. The
+    # projector ranks by score_part * subradix + subpart without reading the board's JSON per row.
+    subpart = models.BigIntegerField(db_default=0)
     metadata = models.JSONField(null=True, blank=True)
     # the display name sent with the result: the projector applies it to the player
     display_name = models.CharField(max_length=64, null=True, blank=True)
@@ -388,6 +395,19 @@ class Pending(models.Model):
 
     def __str__(self) -> str:
         return f"pending {self.pk} (lane {self.lane}, {len(self.match_pks)} matches)"
+
+
+class ProjectorPace(models.Model):
+    """How long each running projector takes per match it applies, from claiming a batch to its
+    Redis mirror, smoothed over its recent large batches (scores/projection/runner.py writes it,
+    scores/admission.py reads it to tell how long what waits will take to become visible)."""
+
+    name = models.CharField(max_length=200, primary_key=True)  # host:pid of the projector process
+    seconds_per_match = models.FloatField()
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.seconds_per_match * 1000:.3f} ms per match"
 
 
 class WindowCutoff(models.Model):

@@ -10,6 +10,7 @@ out of the recompute and added by the projector afterwards, so nothing counts tw
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ def stored_matches_load(config: GameConfig, *, match_pks: Sequence[int]) -> list
     with connection.cursor() as cur:
         cur.execute(
             """
-            SELECT m.id, m.match_id, m.ended_at, p.id, p.external_id, b.slug, r.score, r.metadata::text
+            SELECT m.id, m.match_id, m.ended_at, p.id, p.external_id, b.slug, r.score, r.metadata::text, r.subpart
             FROM scores_match m
             JOIN scores_result r ON r.match_id = m.id AND r.ended_at = m.ended_at
             JOIN scores_player p ON p.id = r.player_id
@@ -50,19 +51,20 @@ def stored_matches_load(config: GameConfig, *, match_pks: Sequence[int]) -> list
         )
         rows = cur.fetchall()
     grouped: dict[int, tuple[str, datetime, list[ResultIn], dict[str, int]]] = {}
-    for pk, match_id, ended_at, player_pk, player, board, score, metadata in rows:
+    for pk, match_id, ended_at, player_pk, player, board, score, metadata, subpart in rows:
         entry = grouped.setdefault(pk, (match_id, ended_at, [], {}))
-        entry[2].append(ResultIn(player, board, score, metadata=json.loads(metadata) if metadata else None))
+        shape = config.boards[board]
+        subs = encoding.decode_subpart(shape, subpart) if shape.subscores else None
+        entry[2].append(
+            ResultIn(player, board, score, metadata=json.loads(metadata) if metadata else None, subscores=subs)
+        )
         entry[3][player] = player_pk
     regions = _regions(config, {pk for _, _, _, ids in grouped.values() for pk in ids.values()})
     out = []
     for pk, (match_id, ended_at, results, ids) in grouped.items():
         season = claim_seasons(ended_at, config.seasons)[0]
         results = [
-            r
-            if not regions
-            else ResultIn(r.player, r.board, r.score, metadata=r.metadata, region=regions.get((ids[r.player], season)))
-            for r in results
+            r if not regions else dataclasses.replace(r, region=regions.get((ids[r.player], season))) for r in results
         ]
         out.append((pk, MatchIn(match_id, ended_at, tuple(results)), ids))
     return out
@@ -203,7 +205,7 @@ _BEST_RECOMPUTE = (
     + encoding.sql_encoded("%(part)s", "r.ended_at")
     + " AS enc\n"
     + _CANDIDATES
-    + "ORDER BY u.n, enc DESC, m.id"
+    + "ORDER BY u.n, enc DESC, r.ended_at, m.id"  # the projector's choice among equal values
 )
 
 # Latest boards: the most recent remaining result, ordered as the projector orders them
@@ -299,7 +301,7 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
                 ]
             else:
                 sql = _LATEST_RECOMPUTE if board.mode == "latest" else _BEST_RECOMPUTE
-                cur.execute(sql.replace("%(part)s", encoding.sql_value_part(board, "r.score")), params)
+                cur.execute(sql.replace("%(part)s", encoding.sql_value_part(board, "r.score", "r.subpart")), params)
                 found = [_Recomputed(*row) for row in cur.fetchall()]
             # update the rows that exist (a value never appears here that the projector did not count)
             cur.execute(

@@ -18,7 +18,7 @@ from leaderboard_project.errors import ApiError
 from scores import encoding, pgarrays
 from scores.auth import make_player_token, server_key_secret, server_keys_changed
 from scores.config import ConfigError, GameSpec
-from scores.models import Board, Friendship, Game, Player, PlayerValue, Region, Season, ServerKey
+from scores.models import Board, Friendship, Game, Player, PlayerValue, Region, Result, Season, ServerKey
 from scores.send import send_on_commit
 from scores.signals import boards_resharded, friends_changed
 
@@ -99,6 +99,7 @@ def _encoding_shape(b: Any) -> tuple:
         b.max_score if (b.mode != "total" and b.order == "asc") else None,
         encoding.value_span(b) if b.mode == "total" else None,
         encoding.min_total(b) if b.mode == "total" else None,
+        tuple(encoding.subscores_json(encoding.subscores(b))),
     )
 
 
@@ -143,17 +144,22 @@ def game_config_apply(spec: GameSpec) -> list[str]:
                 "tournament": dict(bs.tournament) if bs.tournament is not None else None,
                 "rewards": dict(bs.rewards).get("tiers", []),
                 "league": dict(bs.league) if bs.league is not None else None,
+                "subscores": encoding.subscores_json(bs.subscores),
             }
             board = existing.get(bs.slug)
             if board is None:
                 Board.objects.create(game=game, slug=bs.slug, **fields)
                 changes.append(f"created board {bs.slug}")
                 continue
-            if _encoding_shape(board) != _encoding_shape(bs) and PlayerValue.objects.filter(board=board).exists():
+            if _encoding_shape(board) != _encoding_shape(bs) and (
+                PlayerValue.objects.filter(board=board).exists()
+                # results store their sub-score digits (Result.subpart): held ones count too
+                or (board.subscores != fields["subscores"] and Result.objects.filter(board=board).exists())
+            ):
                 raise ConfigError(
                     f"boards[{i}]",
-                    f"board {bs.slug!r} already holds scores; changing its order, mode or score range would "
-                    "change how they rank. Create a new board instead.",
+                    f"board {bs.slug!r} already holds scores; changing its order, mode, score range or sub-scores "
+                    "would change how they rank. Create a new board instead.",
                 )
             was_shards = board.shards
             changes += _update_fields(board, fields, f"board {bs.slug}")
@@ -198,7 +204,7 @@ MAX_FRIENDS = 1000
 
 
 def player_token_issue(*, player: Player) -> tuple[str, datetime]:
-    """A bearer token with which the game client reads as this player (contract section 7)."""
+    """A bearer token with which the game client reads as this player (docs/api.md §3.2)."""
     expires_at = timezone.now() + timedelta(seconds=settings.PLAYER_TOKEN_TTL_SECONDS)
     return make_player_token(player.game_id, player.pk, expires_at, player.external_id), expires_at
 

@@ -23,10 +23,20 @@ CURRENT_WINDOWS = ("all", "daily", "weekly", "monthly", "season")
 ROLLING_WINDOWS = {"last7d": 7, "last30d": 30}
 WINDOW_KINDS = CURRENT_WINDOWS + tuple(ROLLING_WINDOWS)
 
-_DAILY = re.compile(r"^daily:(\d{4})-(\d{2})-(\d{2})$")
-_WEEKLY = re.compile(r"^weekly:(\d{4})-W(\d{2})$")
-_MONTHLY = re.compile(r"^monthly:(\d{4})-(\d{2})$")
-_SEASON = re.compile(r"^season:([a-z0-9][a-z0-9-]{0,63})$")
+# [0-9], not \d: \d also matches other scripts' digits, which int() reads ("daily:٢٠٢٦-11-29"
+# would name 2026-11-29 by another string); fullmatch, as `$` lets a trailing newline through
+_DAILY = re.compile(r"daily:([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_WEEKLY = re.compile(r"weekly:([0-9]{4})-W([0-9]{2})")
+_MONTHLY = re.compile(r"monthly:([0-9]{4})-([0-9]{2})")
+_SEASON = re.compile(r"season:([a-z0-9][a-z0-9-]{0,63})")
+# The forms above as patterns, for the OpenAPI schema (docs/api.md §1.2): a window of another
+# form is never a window (404), whatever the board keeps.
+_EXPLICIT_FORMS = (
+    r"daily:[0-9]{4}-[0-9]{2}-[0-9]{2}|weekly:[0-9]{4}-W[0-9]{2}|monthly:[0-9]{4}-[0-9]{2}"
+    r"|season:[a-z0-9][a-z0-9-]{0,63}"
+)
+EXPLICIT_WINDOW_RE = rf"^(?:{_EXPLICIT_FORMS})$"
+WINDOW_RE = rf"^(?:{'|'.join(WINDOW_KINDS)}|{_EXPLICIT_FORMS})$"
 
 
 @dataclass(frozen=True)
@@ -137,18 +147,18 @@ def resolve(spec: str, now: datetime, tz: str, kinds: Iterable[str], seasons: It
 
 def _is_valid_explicit(spec: str, season_slugs: set[str]) -> bool:
     try:
-        if m := _DAILY.match(spec):
+        if m := _DAILY.fullmatch(spec):
             date(int(m[1]), int(m[2]), int(m[3]))
             return True
-        if m := _WEEKLY.match(spec):
+        if m := _WEEKLY.fullmatch(spec):
             date.fromisocalendar(int(m[1]), int(m[2]), 1)
             return True
-        if m := _MONTHLY.match(spec):
+        if m := _MONTHLY.fullmatch(spec):
             date(int(m[1]), int(m[2]), 1)
             return True
     except ValueError:
         return False
-    if m := _SEASON.match(spec):
+    if m := _SEASON.fullmatch(spec):
         return m[1] in season_slugs
     return False
 
@@ -160,16 +170,16 @@ def bounds(window: str, tz: str, seasons: Iterable[SeasonSpan]) -> tuple[datetim
     zone = ZoneInfo(tz)
     if window == "all":
         return None
-    if m := _DAILY.match(window):
+    if m := _DAILY.fullmatch(window):
         first = date(int(m[1]), int(m[2]), int(m[3]))
         last = first + timedelta(days=1)
-    elif m := _WEEKLY.match(window):
+    elif m := _WEEKLY.fullmatch(window):
         first = date.fromisocalendar(int(m[1]), int(m[2]), 1)
         last = first + timedelta(days=7)
-    elif m := _MONTHLY.match(window):
+    elif m := _MONTHLY.fullmatch(window):
         first = date(int(m[1]), int(m[2]), 1)
         last = date(first.year + (first.month == 12), first.month % 12 + 1, 1)
-    elif m := _SEASON.match(window):
+    elif m := _SEASON.fullmatch(window):
         for s in seasons:
             if s.slug == m[1]:
                 return s.starts_at, s.ends_at

@@ -1,4 +1,5 @@
-"""A project-local Redis Cluster for the ranking index (issue 15): 3 masters and 3 replicas on
+"""A project-local Redis Cluster for the ranking index (docs/architecture.md, "The ranking index
+on a Redis Cluster"): 3 masters and 3 replicas on
 free loopback ports, data under ``.local/cluster/``, started from the installed
 ``redis-server --cluster-enabled yes`` and joined with ``redis-cli --cluster create
 --cluster-replicas 1``. A cluster left running by an earlier invocation is reused.

@@ -3,7 +3,8 @@
 
 Finds or starts PostgreSQL and Redis (scripts/services.py), migrates, loads the demo game
 (unless ``DEMO=0``), then supervises web (scripts/web.py: nginx on PORT, HTTP to gunicorn's sync
-workers, /ws/ to uvicorn; the same command the benchmarks start), the projector (applies stored
+workers, /ws/ to uvicorn; the same command the benchmarks start), the append service (group
+commit for single submissions: scores/ingest/gather.py), the projector (applies stored
 matches to values and boards), the Celery worker and beat, and the demo traffic, printing their output line by line behind a ``name |`` prefix.
 
 Ctrl-C, or SIGINT / SIGTERM / SIGHUP to us or to `make`, stops every child (each in its own
@@ -20,7 +21,8 @@ process (up, pid, restarts, last exit) is kept in a JSON file, ``LEADERBOARD_PRO
 thing that is down (docs/operations.md, "Processes").
 
 Environment: ``PORT`` (default 8000), ``DEMO`` (``0`` skips demo data and traffic),
-``WEB_WORKERS`` / ``WEB_TOPOLOGY`` (scripts/web.py), and ``DATABASE_URL`` / ``REDIS_URL`` as
+``WEB_WORKERS`` / ``WEB_TOPOLOGY`` / ``WEB_THREADS`` (scripts/web.py), ``WEB_APPEND_SERVICE``
+(``0``: no append service, each request stores its own single match; docs/operations.md), and ``DATABASE_URL`` / ``REDIS_URL`` as
 scripts/services.py reads them.
 """
 
@@ -320,6 +322,11 @@ def venv_cmd(tool: str, args: str, *extra: str) -> list[str]:
     return [str(VENV_BIN / tool), *args.split(), *extra]
 
 
+def append_service_on() -> bool:
+    """The append service of group commit (WEB_APPEND_SERVICE, on unless 0)."""
+    return os.environ.get("WEB_APPEND_SERVICE", "1").strip() != "0"
+
+
 def web_command(port: int) -> list[str]:
     """The web tier (HTTP and websockets on one port): scripts/web.py decides its processes."""
     return venv_cmd("python", "-u", str(REPO_ROOT / "scripts" / "web.py"), "--port", str(port))
@@ -348,7 +355,8 @@ def _step(out: Output, env: dict[str, str], what: str, cmd: list[str]) -> None:
 
 
 def run(port: int, demo: bool, parent: ParentWatch) -> int:
-    names = ["run", "web", "projector", "worker", "beat", *(["demo"] if demo else [])]
+    append = append_service_on()
+    names = ["run", "web", *(["append"] if append else []), "projector", "worker", "beat", *(["demo"] if demo else [])]
     out = Output(names)
     for tool in ("uvicorn", "gunicorn", "granian", "celery"):
         if not (VENV_BIN / tool).exists():
@@ -363,6 +371,10 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
         "PORT": str(port),
         "PYTHONUNBUFFERED": "1",
         STATE_FILE_ENV: str(state_file),
+        # group commit (scores/ingest/gather.py): the web processes hand single matches to the
+        # append service on this socket, one per port (two `make run`s never share one)
+        "WEB_APPEND_SERVICE": "1" if append else "0",
+        "WEB_APPEND_SOCKET": os.environ.get("WEB_APPEND_SOCKET") or str(state_file.parent / f"append-{port}.sock"),
     }
     state_file.parent.mkdir(parents=True, exist_ok=True)  # beat keeps its schedule there too
     out.line("run", f"leaderboard service: http://127.0.0.1:{port}")
@@ -378,6 +390,11 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, supervisor.on_signal)
     try:
+        if append:
+            # stores the single matches the web processes hand it, a gathered group per commit; the
+            # web processes store their own while it is down (restarting), so it starts first but
+            # nothing waits for it
+            supervisor.start("append", venv_cmd("python", "-u manage.py append_service"))
         # nginx missing here? web.py installs it (root) or falls back, saying so, before the port opens
         supervisor.start("web", web_command(port))
         # applies what web stores to values and boards (scores/projection/); one owns every lane

@@ -54,7 +54,7 @@ HTTP_SERVERS = ("granian", "gunicorn")  # behind nginx; the first is the default
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 NGINX_PACKAGE = "nginx-light"
 LOCAL_DIR = REPO_ROOT / ".local"
-# The public reads the edge cache keeps (contract section 5: top, histogram), nothing else.
+# The public reads the edge cache keeps (docs/api.md §5: top, histogram), nothing else.
 EDGE_CACHED_PATHS = r"^/api/v1/games/[^/]+/boards/[^/]+/(top|histogram)$"
 # What makes a request authenticated (docs/reads.md, "The edge cache"): a bearer (player)
 # token, a server key's signature headers, a session cookie, a token in the query string.
@@ -70,9 +70,24 @@ def ws_workers() -> int:
     return max(1, int(os.environ.get("WS_WORKERS") or 1))
 
 
+def ws_deflate_args() -> list[str]:
+    """uvicorn's permessage-deflate for /ws/ (WS_DEFLATE=1 turns it on; default off). On, every
+    socket keeps its own zlib contexts and compresses each message itself: a top message going
+    to N sockets is compressed N times, the fan-out's largest per-socket cost, and the contexts
+    are the largest part of a socket's memory (docs/live.md, "Measuring")."""
+    on = os.environ.get("WS_DEFLATE", "0") not in ("", "0", "false")
+    return ["--ws-per-message-deflate", "true" if on else "false"]
+
+
+APPEND_THREADS = 4  # WEB_THREADS' default beside the append service
+
+
 def wsgi_threads() -> int:
-    """Threads running Django in each granian worker (WEB_THREADS, default 1)."""
-    return max(1, int(os.environ.get("WEB_THREADS") or 1))
+    """Threads running Django in each granian worker (WEB_THREADS; default 1, or APPEND_THREADS
+    with WEB_APPEND_SERVICE=1: a single submission's thread then mostly waits for the append
+    service, and the service can gather only as many matches as there are threads waiting)."""
+    default = APPEND_THREADS if os.environ.get("WEB_APPEND_SERVICE", "0").strip() == "1" else 1
+    return max(1, int(os.environ.get("WEB_THREADS") or default))
 
 
 def log(message: str) -> None:
@@ -108,7 +123,7 @@ def max_body_bytes() -> int:
     return int(os.environ.get("MAX_REQUEST_BODY_BYTES") or 16 * 1024 * 1024)
 
 
-# The contract's error body for nginx's own 413 (its default is an HTML page).
+# The error body of docs/api.md §14 for nginx's own 413 (its default is an HTML page).
 TOO_LARGE_BODY = '{"error":{"code":"payload_too_large","message":"request body exceeds the limit of %d bytes"}}'
 
 
@@ -118,7 +133,7 @@ def edge_cache_config(cache_dir: Path) -> tuple[str, str]:
     A response is kept for what the origin says: top answers carry `X-Accel-Expires: @<second>`
     (boards/api/top.py), the end of the wall-clock second their page was computed in, because
     nginx counts a max-age in whole seconds from the whole second it stored the answer in and
-    would keep `max-age=1` for up to 2 s (the contract allows 1 s); histograms keep their
+    would keep `max-age=1` for up to 2 s (docs/api.md §5.2 allows 1 s); histograms keep their
     `max-age=60`. Degraded answers say `X-Accel-Expires: 0`. Only 200s are kept: anything with
     Set-Cookie, `private` or `no-store` is never stored (nginx's defaults), errors are excluded
     below. An authenticated request is neither answered from the cache nor stored in it.
@@ -166,7 +181,7 @@ def nginx_config(
 
     Bodies above MAX_REQUEST_BODY_BYTES are refused by nginx itself, from Content-Length
     before reading a byte (or, chunked, as soon as the limit is passed): nothing larger is
-    spooled to disk or reaches a worker, and the answer is always 413 with the contract body
+    spooled to disk or reaches a worker, and the answer is always 413 with the error body of docs/api.md §14
     (Django refusing it mid-upload made nginx answer 502 now and then).
 
     *wsgi*: the HTTP servers' sockets (default run_dir/wsgi.sock); several are balanced by
@@ -252,7 +267,8 @@ def commands(
             (
                 "uvicorn",
                 [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--host", "127.0.0.1",
-                 "--port", str(port), "--workers", str(workers), "--no-access-log", "--log-level", "warning"],
+                 "--port", str(port), "--workers", str(workers), "--no-access-log", "--log-level", "warning",
+                 *ws_deflate_args()],
             )
         ]  # fmt: skip
     assert nginx is not None
@@ -301,7 +317,7 @@ def commands(
         (
             "uvicorn",
             [str(bin_ / "uvicorn"), "leaderboard_project.asgi:application", "--uds", f"{run_dir}/asgi.sock",
-             "--workers", str(ws_workers()), "--no-access-log", "--log-level", "warning"],
+             "--workers", str(ws_workers()), "--no-access-log", "--log-level", "warning", *ws_deflate_args()],
         ),
         ("nginx", [nginx, "-e", "stderr", "-c", str(conf)]),
     ]  # fmt: skip

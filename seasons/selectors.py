@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 
 from leaderboard_project.replicas import read_connection
+from scores.selectors import BoardConfig
 from seasons.models import FrozenStanding, StandingChange, WindowFreeze
 
 
@@ -51,11 +53,14 @@ def freeze_of(board_id: int, *, window: str, version: int | None = None) -> Wind
 
 
 def standings_rows(freeze: WindowFreeze, *, chunk: int = 5000) -> Iterator[tuple]:
-    """A frozen version's standings in order: (position, rank, player id, display name, value, reached_at)."""
+    """A frozen version's standings in order: (position, rank, player id, display name, value, reached_at,
+    encoded)."""
     return (
         FrozenStanding.objects.filter(freeze=freeze)
         .order_by("position")
-        .values_list("position", "rank", "player__external_id", "player__display_name", "value", "reached_at")
+        .values_list(
+            "position", "rank", "player__external_id", "player__display_name", "value", "reached_at", "encoded"
+        )
         .iterator(chunk)
     )
 
@@ -199,3 +204,36 @@ def first_frozen_at(freeze: WindowFreeze) -> datetime | None:
         .values_list("frozen_at", flat=True)
         .first()
     )
+
+
+@dataclass(frozen=True)
+class FrozenPart:
+    """A part of a frozen board window that an app above this one freezes on its own (a league
+    group: docs/competitions.md, "Leagues"), read through the standings read as a window is:
+    its latest version, and its standings (objects with rank, position, player, value,
+    reached_at and encoded, as FrozenStanding has) page by page."""
+
+    version: int
+    frozen_at: datetime
+    total: int
+    page: Callable[[int, int], list[Any]]  # (offset, limit) -> standings in order
+
+
+# `?group=<id>` of the standings read: (board, window, group) -> the part, or None when the
+# board has no such group frozen in that window. Registered from the app's AppConfig.ready();
+# seasons imports none of it.
+FrozenPartReader = Callable[..., FrozenPart | None]  # (board, *, window, group, version=None: the latest)
+_part_readers: dict[str, FrozenPartReader] = {}
+
+
+def frozen_part_register(reader: FrozenPartReader, *, uid: str) -> None:
+    _part_readers[uid] = reader
+
+
+def frozen_part(board: BoardConfig, *, window: str, group: str, version: int | None = None) -> FrozenPart | None:
+    """The part's latest frozen version, or its `version`."""
+    for reader in _part_readers.values():
+        found = reader(board, window=window, group=group, version=version)
+        if found is not None:
+            return found
+    return None

@@ -1,9 +1,9 @@
-"""Closing windows: freezing final standings from Postgres, in the contract's order.
+"""Closing windows: freezing final standings from Postgres, in the board order (docs/api.md §6).
 
 The close job runs every minute (Celery beat) and by hand (`close_windows [--now T]`). For
 every board window that ended more than the game's grace period ago and is not frozen yet,
 it stops the window taking results (its cutoff), then copies the window's values into a new
-standings version with one INSERT ... SELECT (ROW_NUMBER over the section 6 order, scores'
+standings version with one INSERT ... SELECT (ROW_NUMBER over the order of docs/api.md §6, scores'
 SQL) into the version's own partition, never a Python loop over players. Running it twice
 freezes once. Season windows wait while a held match could change their top 1000."""
 
@@ -154,7 +154,7 @@ def _standings_write(cur: CursorWrapper, *, freeze_id: int, board: BoardConfig, 
     """Write a version's standings into a table of its own, then attach it as the version's
     partition of seasons_standing; returns the rows written.
 
-    One INSERT ... SELECT in the contract's order (scores' SQL, scores/selectors/values.py) into a
+    One INSERT ... SELECT in the board order (docs/api.md §6) (scores' SQL, scores/selectors/values.py) into a
     table without indexes, so nothing is maintained row by row; attaching builds its two indexes
     in one sorted pass each, and the CHECK on freeze_id spares the scan that would prove the
     rows belong there. Locks till commit: the new table's own, SHARE UPDATE EXCLUSIVE on

@@ -20,6 +20,51 @@ from rediskit.client import get_redis
 from scores.models import Board
 from scores.selectors import config_cache_clear
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
+from tests.projector import (  # noqa: F401 (fixtures for every directory)
+    projector_process,
+    real_projector,
+    shared_projector,
+    shared_projector_stop,
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In a module with tests on the real projector, the tests that want the same projector
+    process (one topology, on the real projector or not) run one after the other, each group in
+    its written order: tests/projector.py keeps the process between them, and a module pays one
+    start per topology instead of one per test."""
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.partition("::")[0]
+
+    def on_projector(item: pytest.Item) -> bool:
+        return "real_projector" in item.fixturenames and not item.get_closest_marker("inline_projection")
+
+    def group(item: pytest.Item) -> tuple[str, bool]:
+        callspec = getattr(item, "callspec", None)
+        return (str(callspec.params.get("topology", "")) if callspec else "", not on_projector(item))
+
+    grouped = {module(item) for item in items if on_projector(item)}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(module(item), i)
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(
+        key=lambda item: (
+            first[module(item)],
+            group(item) if module(item) in grouped else ("", False),
+            order[id(item)],
+        )
+    )
+
+
+@pytest.fixture(autouse=True)
+def projector_only_where_asked(request: pytest.FixtureRequest) -> None:
+    """A projector kept by tests/projector.py runs only during the tests that asked for it: an
+    inline test, one that builds a backlog on purpose or starts its own projectors, never has
+    one beside it."""
+    if "real_projector" not in request.fixturenames:
+        shared_projector_stop()
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +96,7 @@ def index_flush() -> None:
 
 
 class SignedClient:
-    """A game server: signs every request as contract section 3 says."""
+    """A game server: signs every request as docs/api.md §3.1 says."""
 
     def __init__(self, key_id: str, secret: str, client: Client | None = None) -> None:
         self.key_id, self.secret = key_id, secret
@@ -120,6 +165,8 @@ def game_with_boards(
         extra = {"windows": windows} if windows else {}
         if getattr(b, "min_total", 0):
             extra["min_total"] = b.min_total
+        if getattr(b, "subscores", ()):
+            extra["subscores"] = [{"name": n, "order": o, "min": lo, "max": hi} for n, o, lo, hi in b.subscores]
         BoardFactory(
             game=game,
             slug=b.slug,

@@ -69,6 +69,41 @@ class PlayerFactory(factory.django.DjangoModelFactory):
     external_id = factory.Sequence(lambda n: f"p{n}")
 
 
+def tournament_settings(starts_at: datetime, ends_at: datetime, **settings: object) -> dict[str, object]:
+    """A board's `tournament` settings as scores.Board stores them (the parse of a
+    `[boards.tournament]` table, competitions/tournaments.py): open to all, unlimited, unless
+    `settings` say otherwise (join_required, max_size, max_attempts)."""
+    return {
+        "starts_at": starts_at.isoformat(),
+        "ends_at": ends_at.isoformat(),
+        "join_required": False,
+        "max_size": 0,
+        "max_attempts": 0,
+        **settings,
+    }
+
+
+def tournament_board(
+    game: Game,
+    *,
+    starts_at: datetime,
+    ends_at: datetime,
+    slug: str = "cup",
+    windows: tuple[str, ...] = ("all",),
+    board: dict[str, object] | None = None,
+    **settings: object,
+) -> Board:
+    """A tournament board of `game` (docs/competitions.md): `board` holds its other fields
+    (name, max_score, rewards), `settings` its tournament's."""
+    return BoardFactory(
+        game=game,
+        slug=slug,
+        windows=list(windows),
+        tournament=tournament_settings(starts_at, ends_at, **settings),
+        **(board or {}),
+    )
+
+
 def server_key(game: Game, scopes: tuple[str, ...] = ("submit",), name: str = "test server") -> tuple[ServerKey, str]:
     return server_key_create(game=game, name=name, scopes=scopes)
 

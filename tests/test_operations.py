@@ -1,4 +1,4 @@
-"""Contract section 11: health and the OpenAPI schema."""
+"""docs/api.md §11: health and the OpenAPI schema."""
 
 from __future__ import annotations
 

@@ -1,7 +1,17 @@
-"""schemathesis against /api/schema/ (issue 12, item 11): every operation, a bounded number of
-generated requests each, signed the way a game server signs (contract section 3), and every
-built-in check (`--checks all`): no 5xx, answers that keep to the documented schema, bodies
-the schema forbids refused with a 4xx."""
+"""schemathesis against /api/schema/, every request signed the way a game server signs
+(docs/api.md §3.1), in its three phases:
+
+- fuzzing, positive: a bounded number of generated requests per operation with every built-in
+  check: no 5xx, answers that keep to the documented schema;
+- coverage (positive and negative: boundary values, each limit just inside and just outside,
+  wrong types, missing fields) and negative fuzzing: no 5xx, no request the schema allows
+  refused for its form, and no request the schema forbids answered as if it were well formed. A refusal that depends on data, not form (an unknown board, a score
+  outside that board's bounds, a window not frozen yet), is the service's to make: the schema
+  cannot know the game's configuration.
+
+Path parameters are sent twice for positive cases: as generated (their forms are under test,
+with the fixture's game so the signature is accepted), and as the fixture's real ids, so
+query and body limits meet a real board rather than a 404."""
 
 from __future__ import annotations
 
@@ -10,9 +20,14 @@ from urllib.parse import quote, unquote, urlencode
 
 import schemathesis
 from django.utils.encoding import escape_uri_path
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
 from leaderboard_client.signing import sign
+from schemathesis.checks import negative_data_rejection, positive_data_acceptance
+from schemathesis.config import GenerationConfig
 from schemathesis.core import NotSet
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation import GenerationMode
 from werkzeug.test import Client as WsgiClient
 
 from leaderboard_project.wsgi import application
@@ -20,6 +35,8 @@ from tests.boards.conftest import submit
 from tests.conftest import SignedClient
 
 EXAMPLES_PER_OPERATION = 12
+# a failure is reported as found: shrinking it took minutes
+NO_SHRINKING = [Phase.explicit, Phase.reuse, Phase.generate]
 
 
 def signed_call(case, server: SignedClient):
@@ -27,7 +44,12 @@ def signed_call(case, server: SignedClient):
     raw_path = unquote(case.formatted_path)
     path = escape_uri_path(raw_path)
     query = urlencode(case.query or {}, doseq=True, quote_via=quote)
-    body = b"" if isinstance(case.body, NotSet) else json.dumps(case.body).encode()
+    if isinstance(case.body, NotSet):
+        body = b""
+    elif isinstance(case.body, bytes):
+        body = case.body  # negative cases: a body that is not JSON at all
+    else:
+        body = json.dumps(case.body).encode()
     signed_path = f"{path}?{query}" if query else path
     headers = {k: v for k, v in (case.headers or {}).items() if k.lower() not in ("x-key-id", "x-signature")}
     headers.update(
@@ -37,8 +59,11 @@ def signed_call(case, server: SignedClient):
             "X-Signature": sign(server.secret, case.method, signed_path, body),
         }
     )
+    # RAW_URI: the path with its query as sent, as gunicorn gives it (werkzeug's leaves out the
+    # query, which then fails the signature of every read with parameters)
+    environ = {"RAW_URI": signed_path, "REQUEST_URI": signed_path}
     return WsgiClient(application).open(
-        path=path, method=case.method, query_string=query, data=body, headers=headers
+        path=path, method=case.method, query_string=query, data=body, headers=headers, environ_overrides=environ
     ), headers
 
 
@@ -51,9 +76,144 @@ def test_every_operation_keeps_to_its_schema(server: SignedClient, game) -> None
     for operation in operations:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES_PER_OPERATION,
+            deadline=None,
+            phases=NO_SHRINKING,
+            suppress_health_check=list(HealthCheck),
+        )
         def keeps_to_the_schema(case) -> None:
-            response, headers = signed_call(case, server)
-            case.validate_response(response, headers=headers, transport_kwargs={"app": application})
+            for path_parameters in _variants(case):
+                case.path_parameters = path_parameters
+                response, headers = signed_call(case, server)
+                # schemathesis' own "valid data accepted" check would count a refusal that depends on
+                # data (an unknown board, a cursor this board never gave) as a schema gap; ours below
+                # counts only refusals for the request's form. (Its "invalid data refused" check has
+                # nothing to look at in positive cases, but takes the ids swapped in for a negation.)
+                case.validate_response(
+                    response,
+                    excluded_checks=[positive_data_acceptance, negative_data_rejection],
+                    headers=headers,
+                    transport_kwargs={"app": application},
+                )
+                assert not _refused_for_its_form(case, response), _message(response)
 
         keeps_to_the_schema()
+
+
+# codes that say "this request is malformed": the schema should have forbidden it
+FORM_CODES = {"invalid_body", "invalid_json", "invalid_request", "invalid_query", "invalid_player", "invalid_match_id"}
+# limits no JSON Schema can state, stated in the schema's words instead: a rule between the path
+# and the body, and a size in bytes of encoded JSON
+UNSTATABLE = ("a player cannot be their own friend", "must be at most 1024 bytes of JSON")
+REAL_IDS = {"game": "chess", "board": "rating", "player": "p1", "match_id": "m-1", "window": "daily:2026-11-29"}
+NEGATIVE_EXAMPLES_PER_OPERATION = 25
+
+
+def _error_code(response) -> str | None:
+    try:
+        body = json.loads(response.get_data())
+    except ValueError:
+        return None
+    return body.get("error", {}).get("code") if isinstance(body, dict) else None
+
+
+def _variants(case):
+    """The case with the fixture's game (a signature of another game is a 403 before anything
+    is checked), and for positive cases also with every path id real."""
+    path = case.meta.components.get(ParameterLocation.PATH) if case.meta else None
+    generated = dict(case.path_parameters or {})
+    if path is not None and path.mode.is_negative:
+        yield generated  # the path itself is what is wrong: keep it
+        return
+    yield {**generated, "game": REAL_IDS["game"]} if "game" in generated else generated
+    if case.meta.generation.mode.is_positive:
+        yield {name: REAL_IDS.get(name, value) for name, value in generated.items()}
+
+
+def _problems(case, server: SignedClient) -> list[str]:
+    found = []
+    for path_parameters in _variants(case):
+        case.path_parameters = path_parameters
+        response, _ = signed_call(case, server)
+        code = _error_code(response)
+        what = f"{case.method} {case.formatted_path} query={case.query!r} body={case.body!r}"
+        if response.status_code >= 500:
+            found.append(f"{response.status_code} {code}: {what}")
+        elif _refused_for_its_form(case, response):
+            found.append(f"schema allows, service refuses ({code}: {_message(response)}): {what}")
+        elif _accepted_against_its_form(case, response):
+            found.append(f"schema forbids, service accepts ({response.status_code}): {what}")
+    return found
+
+
+def _refused_for_its_form(case, response) -> bool:
+    """A request the schema allows, refused as malformed."""
+    return (
+        case.meta.generation.mode.is_positive
+        and response.status_code == 400
+        and _error_code(response) in FORM_CODES
+        and not any(limit in _message(response) for limit in UNSTATABLE)
+    )
+
+
+# what the signing replaces (a negated header is sent as a signed request's headers)
+NEGATABLE = (ParameterLocation.PATH, ParameterLocation.QUERY, ParameterLocation.BODY)
+
+
+def _accepted_against_its_form(case, response) -> bool:
+    """A request the schema forbids, answered as if it were well formed. Not counted: a method
+    the operation does not have (OPTIONS is the CORS preflight), and a query with a parameter
+    the operation does not name (unknown parameters are ignored; OpenAPI cannot say so)."""
+    if case.meta is None or case.meta.generation.mode.is_positive or response.status_code >= 400:
+        return False
+    negated = [location for location, part in case.meta.components.items() if part.mode.is_negative]
+    if not any(location in NEGATABLE for location in negated) or case.method != case.operation.method.upper():
+        return False
+    declared = {p.name for p in case.operation.query}
+    return not (ParameterLocation.QUERY in negated and set(case.query or {}) - declared)
+
+
+def _message(response) -> str:
+    return json.loads(response.get_data())["error"]["message"][:160]
+
+
+def test_the_coverage_phase_finds_no_5xx_and_nothing_the_schema_allows_but_the_service_refuses(
+    server: SignedClient, game
+) -> None:
+    submit(server, "m-1", [{"player": "p1", "board": "rating", "score": 10}])
+    schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+    modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE]
+    problems, cases = [], 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        for case in schema.iter_coverage_cases(operation, generation_modes=modes, generation_config=GenerationConfig()):
+            cases += 1
+            problems += _problems(case, server)
+    assert cases > 300  # every operation's boundaries, both ways
+    assert problems == [], "\n".join(problems)
+
+
+def test_negative_fuzzing_finds_no_5xx(server: SignedClient, game) -> None:
+    submit(server, "m-1", [{"player": "p1", "board": "rating", "score": 10}])
+    schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+    problems: list[str] = []
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @given(case=operation.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+        @settings(
+            max_examples=NEGATIVE_EXAMPLES_PER_OPERATION,
+            deadline=None,
+            derandomize=True,
+            phases=NO_SHRINKING,
+            suppress_health_check=list(HealthCheck),
+        )
+        def refused_without_a_5xx(case) -> None:
+            problems.extend(_problems(case, server))
+
+        try:
+            refused_without_a_5xx()
+        except Unsatisfiable:
+            continue  # nothing to get wrong (GET /api/v1/games takes no parameters)
+    assert problems == [], "\n".join(problems)

@@ -1,4 +1,4 @@
-"""Secrets (issue 12, item 6): no published default serves a deployment. With DEBUG off the
+"""Secrets (docs/reliability.md): no published default serves a deployment. With DEBUG off the
 settings refuse to load without two distinct, private secrets; `make run` and `make manage`
 take them from the install's own file, random and readable by its owner only."""
 

@@ -110,6 +110,10 @@ def test_http_and_websockets_share_the_port(served) -> None:
         connect(f"ws://127.0.0.1:{port}/ws/no/such/socket", open_timeout=10) as ws,
         pytest.raises(ConnectionClosed) as closed,
     ):
+        # the client offers permessage-deflate (as browsers do); the server declines it, so a
+        # message fanned out to N sockets is not compressed N times (docs/live.md)
+        assert "permessage-deflate" in (ws.request.headers.get("Sec-WebSocket-Extensions") or "")
+        assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
         ws.recv(timeout=10)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == live.NOT_FOUND
 
@@ -139,7 +143,7 @@ def test_granian_is_the_default_http_server_and_keeps_upstream_connections(monke
 
 
 def test_nginx_refuses_a_body_over_the_limit_before_reading_it(transactional_db) -> None:
-    """A 256 MiB upload is answered 413 (contract body) from its headers alone: nothing is
+    """A 256 MiB upload is answered 413 (the error body of docs/api.md §14) from its headers alone: nothing is
     spooled, and a body just over the limit is a 413 every time, never a 502."""
     if web.find_nginx(install=False) is None:
         pytest.skip("nginx is not installed here")

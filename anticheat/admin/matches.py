@@ -209,7 +209,7 @@ class PlayerModerationAdmin(PlayerAdmin):
 
     @admin.display(description="current rank per board and window")
     def current_ranks(self, obj: Player) -> str:
-        """From Postgres, in the contract's order: what the boards show once Redis has it."""
+        """From Postgres, in the board order (docs/api.md §6): what the boards show once Redis has it."""
         config = game_config(obj.game)
         now = timezone.now()
         rows = []

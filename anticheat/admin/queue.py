@@ -92,7 +92,8 @@ class ReviewMatchAdmin(ModerationMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
         blocks = []
         for result in Result.objects.filter(match=obj).select_related("player", "board"):
             board, player = result.board, result.player
-            encoded = encoding.encode(board, result.score, obj.ended_at)
+            subs = encoding.decode_subpart(board, result.subpart) if board.subscores else None
+            encoded = encoding.encode(board, result.score, obj.ended_at, subs)
             if board.mode == "total":
                 current = PlayerValue.objects.filter(board=board, window="all", player=player).first()
                 encoded = encoding.encode(board, result.score + (current.value if current else 0), obj.ended_at)

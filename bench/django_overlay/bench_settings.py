@@ -1,4 +1,4 @@
-"""Settings of the servers `bench.reads` starts: the measured project's own, with one more URL.
+"""Settings of the servers the bench starts: the measured project's own, with one more URL.
 
 This directory is put first on the servers' PYTHONPATH (it is not a package: under
 `--code REV` the exported tree has a `bench/` of its own, which would shadow ours), and

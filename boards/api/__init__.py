@@ -1,4 +1,4 @@
-"""Board reads (contract sections 5 and 6). Thin: resolve, authorize, call a selector, render.
+"""Board reads (docs/api.md §5, §6). Thin: resolve, authorize, call a selector, render.
 
 common (serializers, query parsing, board and window), top, players (a player's standing,
 friends), histogram."""
@@ -11,6 +11,7 @@ from boards.api.common import (
     WindowQuerySerializer,
     board_config,
     board_window,
+    entry_body,
     parsed_query,
     resolved_window,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "PlayerStandingApi",
     "TopApi",
     "WindowQuerySerializer",
+    "entry_body",
     "QUERY_DEFAULTS",
     "board_config",
     "board_window",

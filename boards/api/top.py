@@ -1,12 +1,17 @@
-"""GET .../top: a page of a board, cached for a second."""
+"""GET .../top: a page of a board, cached for a quarter of a second (TOP_CACHE_SECONDS)."""
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
+from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,7 +23,6 @@ from boards.api.common import (
     OFFSET_PARAM,
     PUBLIC_READ_ERRORS,
     REGION_PARAM,
-    TOP_CACHE_SECONDS,
     WINDOW_PARAM,
     JsonOnly,
     TopOutSerializer,
@@ -26,28 +30,36 @@ from boards.api.common import (
     board_window,
     entry_body,
     json_bytes,
+    plain_query,
+    resolved_window,
 )
 from boards.cursor import BadCursor, board_after, cursor_decode, next_cursor
 from leaderboard_project.errors import ApiError
+from scores.selectors import cached_board
+
+ALLOW = "GET, HEAD, OPTIONS"  # what DRF's APIView says of this view
 
 
-def _period(at: float) -> int:
+def cache_period(at: float) -> int:
     """The TOP_CACHE_SECONDS period of the wall clock a time falls in."""
-    return int(at // TOP_CACHE_SECONDS)
+    return int(at // settings.TOP_CACHE_SECONDS)
 
 
 def edge_expires(computed_at: float) -> str:
-    """`X-Accel-Expires` for the edge cache (scripts/web.py): the last whole second of the
-    page's period. nginx keeps an answer while that second lasts, so the page is gone from the
-    edge when it is gone from here, and no copy is ever older than TOP_CACHE_SECONDS."""
-    return f"@{int((_period(computed_at) + 1) * TOP_CACHE_SECONDS) - 1}"
+    """`X-Accel-Expires` for the edge cache (scripts/web.py): the wall-clock second the page was
+    computed in. nginx keeps an answer while that second lasts (it counts in whole seconds, so
+    no shorter life is possible there), so no copy at the edge is a second old (docs/api.md §5);
+    docs/reliability.md says what that costs against the 1 s of docs/api.md §4."""
+    return f"@{int(computed_at)}"
 
 
 class TopApi(APIView):
-    """Public. A computed page is reused until the end of the wall-clock second it was computed
-    in (never for a second or more), from this process's memory or (for pages near the top) the
-    shared cache, so identical reads cost Redis one query a second; the edge cache in front
-    keeps it exactly as long (docs/reads.md, "The edge cache"). Pages are kept as encoded JSON."""
+    """Public. A computed page is reused until the end of the TOP_CACHE_SECONDS period of the wall
+    clock it was computed in (a quarter of a second by default: the page's age adds to the
+    projector's delay, and docs/api.md §4 gives both together 1 s), from this process's memory
+    or (for pages near the top) the shared cache, so identical reads cost Redis one query a
+    period; the edge cache in front keeps a signed-out answer to the end of its whole second
+    (docs/reads.md, "The edge cache"). Pages are kept as encoded JSON."""
 
     content_negotiation_class = JsonOnly
     _local: dict[str, tuple[float, bytes]] = {}
@@ -55,14 +67,39 @@ class TopApi(APIView):
     SHARED_MAX_OFFSET = 1000  # deeper pages are rarely read twice in a second: not worth a SET
 
     @classmethod
+    def as_view(cls, **initkwargs: Any) -> Callable[..., HttpResponse]:  # type: ignore[override]  # a plain view function
+        """DRF's view function behind `thin_top`: a page this process already holds for the
+        current second is answered without DRF's per-request machinery (the Request wrapper,
+        negotiation, the query serializer); anything else goes to DRF's view. It keeps DRF's
+        attributes (`cls`, `initkwargs`, `csrf_exempt`), so URL reversing and the OpenAPI
+        schema see the view."""
+        drf_view = super().as_view(**initkwargs)
+
+        def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method == "GET" and settings.BOARDS_THIN_READS:
+                response = thin_top(request, **kwargs)
+                if response is not None:
+                    return response
+            return drf_view(request, *args, **kwargs)
+
+        return functools.wraps(drf_view)(view)
+
+    @staticmethod
+    def page_response(hit: tuple[float, bytes], expires: str) -> HttpResponse:
+        response = HttpResponse(hit[1], content_type="application/json")
+        response["Cache-Control"] = "public, max-age=1"
+        response["X-Accel-Expires"] = expires
+        return response
+
+    @classmethod
     def _cached(cls, key: str, shared: bool) -> tuple[float, bytes] | None:
-        period = _period(time.time())
+        period = cache_period(time.time())
         hit = cls._local.get(key)
-        if hit is not None and _period(hit[0]) == period:
+        if hit is not None and cache_period(hit[0]) == period:
             return hit
         if shared:
             hit = cache.get(key)
-            if hit is not None and _period(hit[0]) == period:
+            if hit is not None and cache_period(hit[0]) == period:
                 cls._keep(key, hit)
                 return hit
         return None
@@ -79,7 +116,7 @@ class TopApi(APIView):
     def _remember(cls, key: str, hit: tuple[float, bytes], shared: bool) -> None:
         cls._keep(key, hit)
         if shared:
-            cache.set(key, hit, TOP_CACHE_SECONDS)
+            cache.set(key, hit, settings.TOP_CACHE_SECONDS)
 
     @extend_schema(
         operation_id="boards_top",
@@ -91,7 +128,7 @@ class TopApi(APIView):
         cfg, q, window = board_window(game, board, request, TopQuerySerializer)
         cursor = q.get("cursor")
         if cursor is None:
-            key = f"top:{cfg.id}:{window}:{q['offset']}:{q['limit']}"
+            key = page_key(cfg.id, window, q["offset"], q["limit"])
             shared = q["offset"] < self.SHARED_MAX_OFFSET
         else:
             if q["offset"]:
@@ -124,7 +161,32 @@ class TopApi(APIView):
             expires = "0" if page.degraded else edge_expires(computed_at)  # 0: the edge keeps none
         else:
             expires = edge_expires(hit[0])
-        response = HttpResponse(hit[1], content_type="application/json")
-        response["Cache-Control"] = "public, max-age=1"
-        response["X-Accel-Expires"] = expires
-        return response
+        return self.page_response(hit, expires)
+
+
+def page_key(board_id: int, window: str, offset: int, limit: int) -> str:
+    return f"top:{board_id}:{window}:{offset}:{limit}"
+
+
+def thin_top(request: HttpRequest, game: str, board: str) -> HttpResponse | None:
+    """GET .../top when this process computed that page in the current second (the common case
+    at any rate above one read a second per page and process): the bytes DRF's view answers
+    for it, headers included (`Allow` is what DRF's finalize_response adds). None for anything
+    else (a miss, a cursor, an unusual query, an unknown board or window), which DRF's view
+    answers as before, so every error and every computed page keeps its one implementation."""
+    cfg = cached_board(game, board_slug=board)
+    if cfg is None:
+        return None
+    q = plain_query(TopQuerySerializer, request.GET)
+    if q is None or "cursor" in q:
+        return None
+    try:
+        window = resolved_window(cfg, q["window"], q.get("region"))
+    except exceptions.APIException:
+        return None
+    hit = TopApi._local.get(page_key(cfg.id, window, q["offset"], q["limit"]))
+    if hit is None or cache_period(hit[0]) != cache_period(time.time()):
+        return None
+    response = TopApi.page_response(hit, edge_expires(hit[0]))
+    response["Allow"] = ALLOW
+    return response

@@ -2,7 +2,7 @@
 after.lua: the next page of a board window (or of one shard of it) after a cursor, in
 O(log N + page): one ZCOUNT, one ZRANGEBYSCORE of the cursor's score and one
 ZREVRANGEBYSCORE with an exclusive bound, never a walk from the top. boards/cursor.py merges
-the shards' answers and applies the contract's last tie-break (player id); docs/reads.md,
+the shards' answers and applies the last tie-break of docs/api.md §6 (player id); docs/reads.md,
 "Deep paging".
 
 KEYS[1]  the sorted set (one key: one slot of a Redis Cluster; the caller asks the index's

@@ -1,6 +1,6 @@
 --[[
 page.lua: one page of a board in a single round trip, with what the reader needs to apply
-the contract's last tie-break (player id) and shared ranks.
+the last tie-break of docs/api.md §6 (player id) and shared ranks.
 
 KEYS[1]  the board window's sorted set
 KEYS[2]  the index's built marker (rediskit/keys.py BUILT_MARKER): while it is missing (Redis

@@ -25,7 +25,9 @@ mode "near"    ARGV[4] = a score (as Redis writes it), ARGV[5] = neighbours want
             than one has it
 
 mode "counts"  ARGV[4..] = scores
-  returns, per score, {above, better, equal} as in "near"
+  returns, per score, {above, better, equal} as in "near" (better counted once per value)
+mode "places"  as "counts", with better 0: a board without shared ranks reads no better
+  counts (its friends boards and standings use the position alone, docs/reads.md)
 Scores travel as the strings Redis gives, never through Lua's number formatting.
 ]]
 local key = KEYS[1]
@@ -73,10 +75,21 @@ if mode == 'near' then
   return {total, above, better(score), equal, up, up_edge, down, down_edge}
 end
 
--- counts
+-- counts, places
+local counted = mode == 'counts'
+local better_of = {}
 local out = {}
 for i = 4, #ARGV do
   local score = ARGV[i]
-  out[#out + 1] = {redis.call('ZCOUNT', key, '(' .. score, '+inf'), better(score), members_with(score)}
+  local b = 0
+  if counted then
+    local part = math.floor(tonumber(score) / span)
+    b = better_of[part]
+    if not b then
+      b = better(score)
+      better_of[part] = b
+    end
+  end
+  out[#out + 1] = {redis.call('ZCOUNT', key, '(' .. score, '+inf'), b, members_with(score)}
 end
 return out

@@ -23,7 +23,7 @@ ERRORS = {
     403: OpenApiResponse(ErrorBodySerializer, description="key of another game, revoked, or without scope"),
     413: OpenApiResponse(ErrorBodySerializer, description="body too large"),
 }
-# contract 13.2: the boards are too far behind to keep the 1 s promise (scores/admission.py)
+# docs/api.md §4.5: the boards are too far behind to keep the 1 s promise (scores/admission.py)
 SUBMIT_ERRORS = {
     **ERRORS,
     503: OpenApiResponse(
@@ -45,8 +45,18 @@ class ServerApiView(APIView):
         return game
 
 
+class TextField(serializers.CharField):
+    """Text as JSON sends it: a string. DRF's CharField would also take a number (5 becomes
+    "5"), which the schema's `type: string` does not allow (docs/api.md §15)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class ExactIdField(serializers.RegexField):
-    """An id taken exactly as sent (contract section 12): no trimming, and the whole value
+    """An id taken exactly as sent (docs/api.md §1.1): no trimming, and the whole value
     must match (Python's `$` alone would let a trailing newline through)."""
 
     def __init__(self, regex: str, **kwargs: Any) -> None:
@@ -58,6 +68,8 @@ class ExactIdField(serializers.RegexField):
         self._exact = re.compile(regex[1:-1] if regex.startswith("^") and regex.endswith("$") else regex)
 
     def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")  # a number is not an id, though its digits would match
         value = super().to_internal_value(data)
         if self._exact.fullmatch(value) is None:
             self.fail("invalid")

@@ -1,4 +1,4 @@
-"""The game description (contract section 12): public."""
+"""The game description (docs/api.md §5.1): public."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from leaderboard_project.errors import (
 )
 from scores import selectors
 
-# --- game description (contract section 12): public --------------------------------------------
+# --- game description (docs/api.md §5.1): public -----------------------------------------------
 
 GAME_CACHE_SECONDS = 60  # configuration changes by apply_game_config, rarely
 
@@ -41,7 +41,7 @@ class BoardDescriptionSerializer(serializers.Serializer):
     regions = serializers.BooleanField(help_text="the board also keeps one board per region of the game")
 
     def get_format(self, board: object) -> str:
-        # Boards have no score format yet (contract section 12 adds the TOML key); every board
+        # Boards have no score format yet (docs/api.md §2.2 names the TOML key); every board
         # shows integers until it lands.
         return getattr(board, "format", "integer")
 

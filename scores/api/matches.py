@@ -1,4 +1,4 @@
-"""Submitting results (contract section 4): one match, or a batch of up to 1000. Thin: parse
+"""Submitting results (docs/api.md §4): one match, or a batch of up to 1000. Thin: parse
 (a plain fast path, else DRF's serializers), call scores.ingest, render."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import Any
 
 import orjson
 from django.http import HttpRequest, HttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
@@ -26,7 +25,7 @@ from leaderboard_project.errors import (
 )
 from leaderboard_project.parsers import MAX_JSON_DEPTH, json_depth_exceeds
 from scores import ids, ingest
-from scores.api.common import SUBMIT_ERRORS, ExactIdField, ServerApiView
+from scores.api.common import SUBMIT_ERRORS, ExactIdField, ServerApiView, TextField
 from scores.auth import ServerKeyAuthentication
 from scores.ids import MATCH_ID_RE, PLAYER_RE, SLUG_RE
 from scores.models import ServerKey
@@ -50,7 +49,15 @@ ENDED_AT_MIN = datetime(1970, 1, 1, tzinfo=UTC)
 ENDED_AT_MAX = datetime(9999, 1, 1, tzinfo=UTC)
 
 
-@extend_schema_field(OpenApiTypes.DATETIME)
+# ENDED_AT_MIN <= ended_at < ENDED_AT_MAX for the schema: the years between, and the two edge
+# years but their edge day (there, the offset decides; the schema keeps to the safe side)
+_YEARS = r"(?:197[1-9]|19[89][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-7])-[0-9]{2}-[0-9]{2}"
+_EDGE_YEARS = r"1970-(?:01-(?:0[2-9]|[12][0-9]|3[01])|(?:0[2-9]|1[0-2])-[0-9]{2})|9998-(?:(?:0[1-9]|1[01])-[0-9]{2}|12-(?:[0-2][0-9]|30))"
+_TIME = r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+ENDED_AT_RE = rf"^(?:{_YEARS}|{_EDGE_YEARS}){_TIME}$"
+
+
+@extend_schema_field({"type": "string", "format": "date-time", "pattern": ENDED_AT_RE})
 class Rfc3339Field(serializers.Field):
     default_error_messages = {
         "invalid": "must be an RFC 3339 date-time with an offset, e.g. 2026-11-29T18:59:58Z",
@@ -78,6 +85,13 @@ class Rfc3339Field(serializers.Field):
         return value.isoformat()
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": f"at most {MAX_METADATA_BYTES} bytes of compact JSON",
+    }
+)
 class MetadataField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
@@ -91,9 +105,14 @@ class ResultInSerializer(serializers.Serializer):
     player = ExactIdField(PLAYER_RE, max_length=64)
     board = ExactIdField(SLUG_RE, max_length=64)
     score = StrictIntegerField()
-    display_name = serializers.CharField(min_length=1, max_length=64, required=False)
+    display_name = TextField(min_length=1, max_length=64, required=False)
     metadata = MetadataField(required=False)
     region = ExactIdField(SLUG_RE, max_length=64, required=False, help_text="The player's region (fixed for a season).")
+    subscores = serializers.DictField(
+        child=StrictIntegerField(),
+        required=False,
+        help_text="The board's declared sub-scores by name (docs/api.md §2.3); a missing one counts as its worst value.",
+    )
 
 
 class MatchInSerializer(serializers.Serializer):
@@ -121,7 +140,7 @@ def _to_match(data: dict[str, Any]) -> ingest.MatchIn:
 # say "yes, and here it is" for bodies DRF would accept unchanged (tests/scores/test_fast_input.py).
 
 _UNSAFE_TEXT = re.compile("[\x00\ud800-\udfff]")  # what DRF's CharField validators refuse
-_RESULT_KEYS = frozenset({"player", "board", "score", "display_name", "metadata", "region"})
+_RESULT_KEYS = frozenset({"player", "board", "score", "display_name", "metadata", "region", "subscores"})
 _SCORE_LIMIT = 10**18  # DRF refuses integers of more than 1000 digits; leave such oddities to it
 _rfc3339 = Rfc3339Field()
 
@@ -154,7 +173,13 @@ def _fast_result(raw: Any) -> ingest.ResultIn | None:
     region = raw.get("region")
     if "region" in raw and not ids.is_slug(region):
         return None
-    return ingest.ResultIn(player, board, score, display_name, metadata, region)
+    subscores = raw.get("subscores")
+    if "subscores" in raw and not (
+        type(subscores) is dict
+        and all(ids.is_slug(k) and type(v) is int and -_SCORE_LIMIT < v < _SCORE_LIMIT for k, v in subscores.items())
+    ):
+        return None
+    return ingest.ResultIn(player, board, score, display_name, metadata, region, subscores)
 
 
 def _fast_match(raw: Any) -> ingest.MatchIn | None:
@@ -279,7 +304,7 @@ class MatchSubmitApi(ServerApiView):
         key, match = thin
         self.args, self.kwargs = args, kwargs
         try:
-            outcome = ingest.match_submit(game=self.game(), server_key=key, match=match)
+            outcome = ingest.match_submit_gathered(game=self.game(), server_key=key, match=match)
         except ApiError as exc:
             return _json_response(error_body(exc.code, exc.message), exc.status_code, getattr(exc, "wait", None))
         body = _item(outcome.match_id, outcome.status, outcome.duplicate, None, outcome.missed_windows)
@@ -297,7 +322,9 @@ class MatchSubmitApi(ServerApiView):
             serializer = MatchInSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             match = serializer.to_match()
-        outcome = ingest.match_submit(game=self.game(), server_key=request.auth, match=match)
+        key = request.auth
+        assert isinstance(key, ServerKey)  # the view's ServerKeyAuthentication
+        outcome = ingest.match_submit_gathered(game=self.game(), server_key=key, match=match)
         # the same keys, in the same order, as MatchOutSerializer (the documented schema) renders
         body = _item(outcome.match_id, outcome.status, outcome.duplicate, None, outcome.missed_windows)
         return Response(body, status=status.HTTP_200_OK if outcome.duplicate else status.HTTP_201_CREATED)

@@ -1,4 +1,4 @@
-"""Players' tokens, one-time login links and friend lists (contract sections 5 and 7)."""
+"""Players' tokens, one-time login links and friend lists (docs/api.md §5, §3.2)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from scores.api.common import ERRORS, ExactIdField, ServerApiView
 from scores.ids import PLAYER_RE, player_id_check
 from scores.models import Game, Player
 
-# --- players: tokens and friends (contract sections 5 and 7) ---------------------------------
+# --- players: tokens and friends (docs/api.md §5, §3.2) ---------------------------------
 
 PLAYER_ERRORS = {404: OpenApiResponse(ErrorBodySerializer, description="unknown game or player"), **ERRORS}
 
@@ -61,7 +61,7 @@ class LoginLinkOutSerializer(serializers.Serializer):
 
 
 class PlayerLoginLinkApi(ServerApiView):
-    """An extension of the contract (docs/players.md): a one-time link that signs the player
+    """An addition to the API (docs/api.md §7, docs/players.md): a one-time link that signs the player
     in to the web pages, made by the game's server and handed to the player. It works once,
     before expires_at, and signs the browser in as the site user who plays as this player
     (created on first use). (drf-spectacular shows this docstring as the operation's description.)"""

@@ -22,12 +22,14 @@ Values, boards, live pushes and the after-the-fact checks follow in the projecto
   a window's cutoff divides matches exactly (scores/locks.py, scores/cutoffs.py).
 
 The package: submit.py (the transaction and the decisions), append.py (the one statement),
+gather.py (group commit: the local append service single submissions are handed to),
 checks.py (the rules anticheat/ registers), refusals.py (per-result refusals competitions/
 registers), regions.py (regional claims), matches.py (what a
 match is, and how it is refused).
 """
 
 from scores.ingest.checks import NewMatches, SubmissionChecks, Verdict, submission_checks_register
+from scores.ingest.gather import match_submit_gathered
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, ResultIn, RuleRejected
 from scores.ingest.refusals import ResultRefusals, result_refusals_register
 from scores.ingest.submit import match_submit, matches_submit
@@ -44,6 +46,7 @@ __all__ = [
     "SubmissionChecks",
     "Verdict",
     "match_submit",
+    "match_submit_gathered",
     "matches_submit",
     "result_refusals_register",
     "submission_checks_register",

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, connection
 
-from scores import locks, pgarrays
+from scores import encoding, locks, pgarrays
 from scores.ingest.matches import MatchIn
 from scores.models import ServerKey
 from scores.selectors import GameConfig
@@ -86,11 +86,12 @@ new_matches AS (
     RETURNING id, match_id, ended_at
 ),
 new_results AS (
-    INSERT INTO scores_result (match_id, player_id, board_id, score, metadata, display_name, ended_at)
-    SELECT m.id, p.id, u.board_id, u.score, u.metadata::jsonb, u.display_name, m.ended_at
+    INSERT INTO scores_result (match_id, player_id, board_id, score, subpart, metadata, display_name, ended_at)
+    SELECT m.id, p.id, u.board_id, u.score, u.subpart, u.metadata::jsonb, u.display_name, m.ended_at
     FROM unnest(%(result_matches)s::text[], %(result_players)s::text[], %(result_boards)s::bigint[],
-                %(result_scores)s::bigint[], %(result_metadata)s::text[], %(result_names)s::text[])
-        WITH ORDINALITY AS u(match_id, player, board_id, score, metadata, display_name, n)
+                %(result_scores)s::bigint[], %(result_subparts)s::bigint[], %(result_metadata)s::text[],
+                %(result_names)s::text[])
+        WITH ORDINALITY AS u(match_id, player, board_id, score, subpart, metadata, display_name, n)
     JOIN new_matches m ON m.match_id = u.match_id
     LEFT JOIN players p ON p.external_id = u.player
     ORDER BY u.n
@@ -163,6 +164,10 @@ def append(
         "result_players": pgarrays.texts(r.player for _, r in results),
         "result_boards": pgarrays.ints(boards[r.board].id for _, r in results),
         "result_scores": pgarrays.ints(r.score for _, r in results),
+        # the sub-scores' digits (scores.encoding.subpart): 0 on boards without sub-scores
+        "result_subparts": pgarrays.ints(
+            encoding.subpart(boards[r.board], r.subscores) if boards[r.board].subscores else 0 for _, r in results
+        ),
         "result_metadata": pgarrays.texts(None if r.metadata is None else json.dumps(r.metadata) for _, r in results),
         "result_names": pgarrays.texts(r.display_name for _, r in results),
         "lanes": locks.LANES,

@@ -33,6 +33,8 @@ class ResultIn:
     display_name: str | None = None
     metadata: dict[str, Any] | None = None
     region: str | None = None
+    # {name: value} of the board's declared sub-scores (docs/api.md §2.3); None: none sent
+    subscores: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class MatchIn:
                     "display_name": r.display_name,
                     "metadata": r.metadata,
                     **({"region": r.region} if r.region is not None else {}),
+                    **({"subscores": r.subscores} if r.subscores is not None else {}),
                 }
                 for r in self.results
             ],

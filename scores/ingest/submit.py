@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from scores.admission import admission_check
+from scores.admission import admission_check, admission_recheck
 from scores.ingest import checks, refusals
 from scores.ingest.append import (
     PlayerRace,
@@ -27,7 +27,7 @@ from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOut
 from scores.ingest.regions import region_claims_load, region_claims_store, regionalize
 from scores.locks import NOTIFY_CHANNEL
 from scores.models import Game, ServerKey
-from scores.selectors import GameConfig, game_config
+from scores.selectors import BoardConfig, GameConfig, game_config
 
 
 def match_submit(*, game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome:
@@ -39,11 +39,18 @@ def match_submit(*, game: Game, server_key: ServerKey | None, match: MatchIn) ->
 
 
 def matches_submit(
-    *, game: Game, server_key: ServerKey | None, matches: Sequence[MatchIn], now: datetime | None = None
+    *,
+    game: Game,
+    server_key: ServerKey | None,
+    matches: Sequence[MatchIn],
+    now: datetime | None = None,
+    admitted: bool = False,
 ) -> list[MatchOutcome]:
     """Store many matches in one transaction; each stands alone (a bad one is rejected). Raises
-    Overloaded (503) before storing anything while the boards are too far behind (scores/admission.py)."""
-    admission_check(matches=len(matches))
+    Overloaded (503) before storing anything while the boards are too far behind (scores/admission.py);
+    `admitted`: each match was admitted one by one already (the gathered single submissions of
+    scores/ingest/gather.py, each decided in its own request)."""
+    large = False if admitted else admission_check(matches=len(matches))
     now = now or timezone.now()
     config = game_config(game)
     outcomes: list[MatchOutcome | None] = [None] * len(matches)
@@ -68,11 +75,15 @@ def matches_submit(
     if candidates:
         try:
             with transaction.atomic():
+                if large:
+                    admission_recheck(matches=len(matches))
                 _store(config, server_key, candidates, outcomes, now, stored_before)
         except PlayerRace:
             # a concurrent request created one of the players meanwhile: again, players first,
             # which cannot race
             with transaction.atomic():
+                if large:
+                    admission_recheck(matches=len(matches))
                 _store(config, server_key, candidates, outcomes, now, stored_before, players_first=True)
     for i, match, digest in repeats:
         first = firsts[match.match_id]
@@ -152,7 +163,7 @@ def _store(
             )
             outcomes[i] = MatchOutcome(match_id, "accepted", missed_windows=missed)
         if refused_here:
-            # the contract's answer for the refused result; the match's other results count
+            # the answer (docs/api.md §4) for the refused result; the match's other results count
             outcomes[i] = dataclasses.replace(outcomes[i], status="rejected", error=refused_here[min(refused_here)])
     if rejected or gone:
         matches_delete([appended.new[m.match_id] for m, _ in rejected] + gone)
@@ -210,5 +221,24 @@ def _check_match(config: GameConfig, match: MatchIn, now: datetime) -> None:
             raise InvalidMatch(
                 f"results[{i}].score: {result.score} is outside [{board.min_score}, {board.max_score}] "
                 f"of board {board.slug!r}",
+                code="score_out_of_bounds",
+            )
+        if result.subscores is not None:
+            _check_subscores(board, i, result.subscores)
+
+
+def _check_subscores(board: BoardConfig, i: int, given: dict[str, int]) -> None:
+    """Each sent sub-score must be one the board declares, within its bounds (docs/api.md §2.3)."""
+    declared = {s.name: s for s in board.subscores}
+    for name, value in given.items():
+        sub = declared.get(name)
+        if sub is None:
+            names = ", ".join(repr(n) for n in declared) or "none"
+            raise InvalidMatch(
+                f"results[{i}].subscores.{name}: board {board.slug!r} has no sub-score {name!r} (it declares {names})"
+            )
+        if not sub.min <= value <= sub.max:
+            raise InvalidMatch(
+                f"results[{i}].subscores.{name}: {value} is outside [{sub.min}, {sub.max}] of board {board.slug!r}",
                 code="score_out_of_bounds",
             )

@@ -1,4 +1,5 @@
-# The ingest rewrite (issue 11): the request appends matches and results; a projector applies
+# The ingest rewrite (docs/architecture.md, the ingest path): the request appends matches and
+# results; a projector applies
 # them to values and boards later (scores/projection/).
 #
 # - scores_result becomes a table partitioned by ended_at (scores/partitions.py): rebuilt here

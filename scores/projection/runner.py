@@ -34,6 +34,7 @@ from leaderboard_project.database import connect_params
 from scores.locks import ALL_LANES, NOTIFY_CHANNEL, OWN
 from scores.partitions import result_partitions_ensure
 from scores.projection.batch import MAX_MATCHES, batch_apply
+from scores.projection.pace import Pace
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class Projector:
         self.totals = Totals()
         self._listen: psycopg.Connection | None = None
         self._owned: list[int] = []
+        self.pace = Pace()
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -109,6 +111,8 @@ class Projector:
                         exc.__class__.__name__, RECONNECT_PAUSE)  # fmt: skip
                 self._disconnect()
                 self.stopping.wait(RECONNECT_PAUSE)
+        with contextlib.suppress(DatabaseError, psycopg.Error):
+            self.pace.forget()
         self._disconnect()
         return self.totals
 
@@ -149,7 +153,10 @@ class Projector:
 
     def step(self) -> int:
         """One batch over the owned lanes; returns how many matches it applied."""
-        report = batch_apply(lanes=self._owned, max_matches=self.max_matches)
+        started = time.perf_counter()
+        report = batch_apply(lanes=self._owned, max_matches=self.max_matches)  # its mirror included
+        self.pace.sample(matches=report.matches, seconds=time.perf_counter() - started)
+        self.pace.publish()
         if not report.rows:
             return 0
         t = self.totals

@@ -110,8 +110,13 @@ _WINDOWS = """
         WHERE 'season' = ANY(b.windows) AND s.game_id = g.id AND s.starts_at <= res.ended_at AND res.ended_at < s.ends_at
 """
 
-# Value part of a best board's score (encoding.value_part), per row's board.
-_BEST_PART = "CASE WHEN b.\"order\" = 'asc' THEN b.max_score - x.score ELSE x.score - b.min_score END"
+# Value part of a best or latest board's result (encoding.value_part), per row's board: the
+# score's part, then the result's stored sub-score digits (0 and a radix of 1 without any).
+_BEST_PART = (
+    "(CASE WHEN b.\"order\" = 'asc' THEN b.max_score - x.score ELSE x.score - b.min_score END) * ("
+    + encoding.sql_subradix("b.subscores")
+    + ") + x.subpart"
+)
 # The largest total a board tells apart (encoding.value_span - 1).
 _TOTAL_CAP = f"COALESCE(b.max_total, {encoding.VALUE_SPAN_LIMIT - 1})"
 
@@ -141,7 +146,8 @@ WITH picked AS (
     -- cannot flatten it): index lookups per claimed match whatever it believes of the tables'
     -- sizes (statistics lag tables that grow quickly: a hash join over all of scores_match was
     -- its choice on a young database)
-    SELECT r.match_id, r.ended_at, {COUNTS_FROM} AS counts_from, r.player_id, r.board_id, r.score, r.metadata,
+    SELECT r.match_id, r.ended_at, {COUNTS_FROM} AS counts_from, r.player_id, r.board_id, r.score, r.subpart,
+           r.metadata,
            r.display_name, m.match_ext, r.id AS result_id
     FROM wanted w
     CROSS JOIN LATERAL (
@@ -156,7 +162,7 @@ WITH picked AS (
     ) AS r
     WHERE m.status = 'accepted'
 ), counted AS MATERIALIZED (
-    SELECT b.id AS board_id, b.mode, z.prefix || wn.w AS "window", res.player_id, res.match_id, res.score,
+    SELECT b.id AS board_id, b.mode, z.prefix || wn.w AS "window", res.player_id, res.match_id, res.score, res.subpart,
            res.ended_at, res.metadata, res.match_ext, res.result_id, (b.mode = 'total' AND b.min_score < 0) AS signed
     FROM res
     JOIN scores_board b ON b.id = res.board_id
@@ -171,7 +177,7 @@ WITH picked AS (
         {encoding.sql_encoded(_BEST_PART, "x.ended_at")} AS encoded, x.metadata, x.ended_at AS latest_at
     FROM counted x JOIN scores_board b ON b.id = x.board_id
     WHERE x.mode = 'best'
-    ORDER BY x.board_id, x."window", x.player_id, encoded DESC, x.match_id
+    ORDER BY x.board_id, x."window", x.player_id, encoded DESC, x.ended_at, x.match_id
 ), best AS (
     INSERT INTO scores_playervalue AS pv
         (board_id, "window", player_id, value, reached_at, encoded, metadata, latest_at, updated_at)
@@ -181,12 +187,14 @@ WITH picked AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM scores_playervalue o
         WHERE o.board_id = n.board_id AND o."window" = n."window" AND o.player_id = n.player_id
-          AND o.encoded >= n.encoded)
+          AND (o.encoded > n.encoded OR (o.encoded = n.encoded AND o.reached_at <= n.reached_at)))
     ORDER BY n.board_id, n."window", n.player_id
     ON CONFLICT (board_id, "window", player_id) DO UPDATE SET
         value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
         metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, updated_at = clock_timestamp()
-    WHERE EXCLUDED.encoded > pv.encoded
+    -- the same value reached earlier within its second (the encoding counts whole seconds) is
+    -- the one kept, whatever order the results arrive in: docs/encoding.md, "Time resolution"
+    WHERE EXCLUDED.encoded > pv.encoded OR (EXCLUDED.encoded = pv.encoded AND EXCLUDED.reached_at < pv.reached_at)
     RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
 ), total_new AS (
     SELECT x.board_id, x."window", x.player_id, SUM(x.score)::bigint AS value,

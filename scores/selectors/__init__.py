@@ -2,7 +2,7 @@
 
 - `config`: games and boards as readers see them (cached in-process), game descriptions;
 - `players`: players, their signed-in users, friends and profiles, and the player pages' reads;
-- `values`: board windows' values in the contract's order (Postgres fallback reads, exports,
+- `values`: board windows' values in the board order (docs/api.md §6) (Postgres fallback reads, exports,
   the freeze's copy, held matches touching a season's top) and as the ranking index is built and
   repaired from them.
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from scores import ids, windows
-from scores.config import BoardDefinition, origin_normalise
+from scores.config import BoardDefinition, SubscoreSpec, origin_normalise
 from scores.models import Board, Game, Region, Season
 from scores.windows import SeasonSpan
 
@@ -83,6 +83,8 @@ class BoardConfig(BoardDefinition):
     tournament: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     rewards: list[dict[str, Any]] = field(default_factory=list, compare=False, hash=False)  # settlement tiers
     league: dict[str, Any] | None = field(default=None, compare=False, hash=False)  # competitions/ reads it
+    # ranked after the score, in declared order (docs/encoding.md, "Sub-scores")
+    subscores: tuple[SubscoreSpec, ...] = ()
 
     def region(self, slug: str) -> RegionConfig | None:
         return next((r for r in self.regions if r.slug == slug), None)
@@ -130,6 +132,7 @@ def _load_game(slug: str) -> GameConfig | None:
             tournament=b.tournament,
             rewards=list(b.rewards or []),
             league=b.league,
+            subscores=tuple(SubscoreSpec(**sub) for sub in b.subscores or ()),
         )
         for b in Board.objects.filter(game=game).order_by("id")
     }
@@ -179,7 +182,16 @@ def cached_game_config_of_board(board_id: int) -> GameConfig | None:
         if slug is None:
             return None
         _game_slug_of_board[board_id] = slug  # a board never changes games
-    return cached_game_config(slug)
+    config = cached_game_config(slug)
+    if config is not None and board_id > max((b.id for b in config.boards.values()), default=0):
+        # A board created after the cache was read (ids only grow): a game's new board, or a
+        # game deleted and made again under its slug. Without it the cache would answer the
+        # board's shards and expiry as "no such board" for up to _CONFIG_TTL (its first
+        # results mirrored to the unsharded layout). A board deleted since is not re-read for.
+        with _config_lock:
+            _config_cache.pop(slug, None)
+        config = cached_game_config(slug)
+    return config
 
 
 def window_expiry(board_id: int, *, window: str) -> int | None:

@@ -101,6 +101,7 @@ class PlayerResult:
     status: str  # accepted, held, voided
     score: int
     metadata: dict[str, Any] | None
+    subpart: int = 0  # the result's sub-score digits (scores.encoding.decode_subpart); 0 without any
 
 
 def player_results(player_pk_: int, *, board_id: int, offset: int, limit: int) -> list[PlayerResult]:
@@ -109,7 +110,7 @@ def player_results(player_pk_: int, *, board_id: int, offset: int, limit: int) -
     rows = (
         Result.objects.filter(player_id=player_pk_, board_id=board_id)
         .order_by("-match__ended_at", "-match_id")
-        .values_list("match__match_id", "match__ended_at", "match__status", "score", "metadata")[
+        .values_list("match__match_id", "match__ended_at", "match__status", "score", "metadata", "subpart")[
             offset : offset + limit
         ]
     )
@@ -122,14 +123,14 @@ def player_result_counts(player_pk_: int) -> dict[int, int]:
     return dict(rows)
 
 
-def player_values(player_pk_: int, *, pairs: list[tuple[int, str]]) -> dict[tuple[int, str], tuple[int, Any]]:
-    """(value, reached_at) of a player per (board id, window) among `pairs`, where they have one."""
+def player_values(player_pk_: int, *, pairs: list[tuple[int, str]]) -> dict[tuple[int, str], tuple[int, Any, int]]:
+    """(value, reached_at, encoded) of a player per (board id, window) among `pairs`, where they have one."""
     if not pairs:
         return {}
     query = Q()
     for board_id, window in pairs:
         query |= Q(board_id=board_id, window=window)
     rows = PlayerValue.objects.filter(query, player_id=player_pk_).values_list(
-        "board_id", "window", "value", "reached_at"
+        "board_id", "window", "value", "reached_at", "encoded"
     )
-    return {(b, w): (v, at) for b, w, v, at in rows}
+    return {(b, w): (v, at, e) for b, w, v, at, e in rows}

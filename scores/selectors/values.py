@@ -1,7 +1,7 @@
 """Reads of board windows' values (scores_playervalue), the one home of raw SQL on that table
 outside the projector's writes:
 
-- in the contract's order (section 6): for readers while Redis is unreachable, exports, the
+- in the board order (docs/api.md §6): for readers while Redis is unreachable, exports, the
   freeze's copy and the season close's held-match check;
 - as the ranking index is built and repaired from them (boards/services.py, boards/rolling.py,
   boards/healing.py), which only consume the rows."""
@@ -21,7 +21,7 @@ from scores.models import Match
 from scores.selectors.config import BoardConfig
 from scores.selectors.players import Profile, json_value
 
-# The contract's order of a window's values, over `scores_playervalue pv JOIN scores_player p`:
+# The board order (docs/api.md §6) of a window's values, over `scores_playervalue pv JOIN scores_player p`:
 # the one spelling of it (the freeze in seasons/ and the exports below order by it).
 ORDER_SQL = 'pv.encoded DESC, p.external_id COLLATE "C"'
 
@@ -38,7 +38,7 @@ def rank_sql(board: BoardConfig) -> str:
 class DurableSlice:
     total: int
     start: int  # 0-based position of rows[0]
-    rows: list[tuple[int, int]]  # (player pk, encoded) in contract order
+    rows: list[tuple[int, int]]  # (player pk, encoded) in the board order (docs/api.md §6)
     better: dict[int, int]  # value part -> players with a strictly better value
     profiles: dict[int, Profile]
 
@@ -63,7 +63,7 @@ def durable_range(board: BoardConfig, *, window: str, start: int, stop: int) -> 
 
 
 def durable_after(board: BoardConfig, *, window: str, encoded: int, player: str, count: int) -> DurableSlice:
-    """The `count` values after a position (encoded score, player id) in the contract's order:
+    """The `count` values after a position (encoded score, player id) in the board order (docs/api.md §6):
     deep paging while Redis is unreachable (boards/cursor.py)."""
     after = '(pv.encoded < %s OR (pv.encoded = %s AND p.external_id COLLATE "C" > %s COLLATE "C"))'
     with read_connection().cursor() as cur:
@@ -106,7 +106,7 @@ def _slice_of(cur, board: BoardConfig, window: str, total: int, start: int, fetc
 
 
 def durable_position(board: BoardConfig, *, window: str, pk: int) -> int | None:
-    """0-based position of a player in the contract order, or None if unranked."""
+    """0-based position of a player in the board order (docs/api.md §6), or None if unranked."""
     with read_connection().cursor() as cur:
         cur.execute(
             """
@@ -159,7 +159,7 @@ def durable_standings(
 
 def _in_order(board: BoardConfig, columns: str) -> str:
     """SELECT (position, rank as displayed, *columns) of every value of one board window
-    (parameters: board id, window) in the contract's order."""
+    (parameters: board id, window) in the board order (docs/api.md §6)."""
     return f"""
         SELECT ROW_NUMBER() OVER w, {rank_sql(board)}, {columns}
         FROM scores_playervalue pv JOIN scores_player p ON p.id = pv.player_id
@@ -170,17 +170,19 @@ def _in_order(board: BoardConfig, columns: str) -> str:
 
 
 def window_standings_sql(*, board: BoardConfig, window: str) -> tuple[str, list[Any]]:
-    """One SELECT of every value of a board window in the contract's order, as (position, rank as
+    """One SELECT of every value of a board window in the board order (docs/api.md §6), as (position, rank as
     displayed, player id, value, reached_at, encoded), and its parameters: for the freeze's
     set-based copy (INSERT ... SELECT in seasons/), which writes rows in the order it reads them."""
     return _in_order(board, "pv.player_id, pv.value, pv.reached_at, pv.encoded"), [board.id, window]
 
 
 def window_rows(board: BoardConfig, *, window: str, chunk: int = 5000) -> Iterator[tuple]:
-    """Every value of a board window in the contract's order, streamed from a server-side cursor:
-    (position, rank as displayed, player id, display name, value, reached_at)."""
+    """Every value of a board window in the board order (docs/api.md §6), streamed from a server-side cursor:
+    (position, rank as displayed, player id, display name, value, reached_at, encoded)."""
     with read_connection().chunked_cursor() as cur:
-        cur.execute(_in_order(board, "p.external_id, p.display_name, pv.value, pv.reached_at"), [board.id, window])
+        cur.execute(
+            _in_order(board, "p.external_id, p.display_name, pv.value, pv.reached_at, pv.encoded"), [board.id, window]
+        )
         while rows := cur.fetchmany(chunk):
             yield from rows
 

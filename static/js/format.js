@@ -1,6 +1,8 @@
 /* A board's score format in the browser, the same as scores/formats.py on the server:
  * "integer" (12,345), "duration_ms" (4:41.897) or "decimal:N" (1,234.56). The API and the
- * websocket send integers; the page formats them. tests/e2e checks both sides agree. */
+ * websocket send integers; the page formats them. tests/e2e checks both sides agree.
+ * Also the time left on a countdown, as pages/periods.py's countdown() words it (live.js's
+ * window reset, countdown.js's tournaments). */
 (function () {
   "use strict";
   function group(n) { return n.toLocaleString("en-US"); }
@@ -24,5 +26,14 @@
     }
     return sign + group(n);
   }
-  window.LeaderboardFormat = {score: score};
+  // 3 d 4 h, 5 h 12 min 30 s, 4 min 09 s, 9 s
+  function countdown(ms) {
+    var s = Math.max(0, Math.floor(ms / 1000));
+    var d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60), sec = s % 60;
+    if (d) return d + " d " + h + " h";
+    if (h) return h + " h " + (m < 10 ? "0" : "") + m + " min " + (sec < 10 ? "0" : "") + sec + " s";
+    if (m) return m + " min " + (sec < 10 ? "0" : "") + sec + " s";
+    return sec + " s";
+  }
+  window.LeaderboardFormat = {score: score, countdown: countdown};
 })();

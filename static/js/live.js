@@ -1,4 +1,4 @@
-/* Live updates for a board page (contract section 9). No build step, no dependencies.
+/* Live updates for a board page (docs/api.md §9). No build step, no dependencies.
  *
  * The page is complete without this file. Here: one websocket to
  * /ws/games/{game}/boards/{board}/?window=... (the session cookie identifies a signed-in
@@ -33,6 +33,7 @@
   if (!("WebSocket" in window)) return;
 
   var scoreFormat = root.dataset.format || "integer";
+  var subscoreNames = root.dataset.subscores ? root.dataset.subscores.split(",") : [];
 
   function fmt(n) {
     return typeof n === "number" ? n.toLocaleString("en-US") : String(n == null ? "" : n);
@@ -83,6 +84,10 @@
     td.appendChild(a);
     tr.appendChild(td);
     tr.appendChild(cell("score", fmtScore(e.score)));
+    // a board with sub-scores: a column each, in the order the board declares them
+    subscoreNames.forEach(function (name) {
+      tr.appendChild(cell("subscore", e.subscores ? fmt(e.subscores[name]) : ""));
+    });
     return tr;
   }
 
@@ -248,14 +253,6 @@
     var out = document.getElementById("countdown");
     if (!box || !out) return;
     var at = Date.parse(box.dataset.at);
-    function left(ms) {
-      var s = Math.max(0, Math.floor(ms / 1000));
-      var d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60), sec = s % 60;
-      if (d) return d + " d " + h + " h";
-      if (h) return h + " h " + (m < 10 ? "0" : "") + m + " min " + (sec < 10 ? "0" : "") + sec + " s";
-      if (m) return m + " min " + (sec < 10 ? "0" : "") + sec + " s";
-      return sec + " s";
-    }
     function tick() {
       var ms = at - Date.now();
       if (ms <= 0) {
@@ -266,7 +263,7 @@
         box.appendChild(a);
         return;
       }
-      out.textContent = left(ms);
+      out.textContent = window.LeaderboardFormat.countdown(ms);
       setTimeout(tick, 1000 - (Date.now() % 1000) + 5);
     }
     tick();

@@ -1,4 +1,4 @@
-"""Moderators have the last word (contract 13.1, docs/moderation.md): a match a person approved
+"""Moderators have the last word (docs/api.md §8, docs/moderation.md): a match a person approved
 is never held again, and one they voided never revived, by any automatic check, then or later;
 the audit log keeps saying who decided."""
 
@@ -22,7 +22,8 @@ from tests.anticheat.conftest import URL, submit, top
 from tests.conftest import reset_results
 from tests.factories import BoardFactory
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+# one Redis, and the cluster with sharded boards; submissions through the real projector process
+pytestmark = pytest.mark.usefixtures("topology", "real_projector")
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Void, approve and hold: values recomputed from the remaining matches, boards rewritten,
-nothing voided comes back (contract section 8)."""
+nothing voided comes back (docs/api.md §8)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from tests.anticheat.conftest import URL, drain, submit, top
 from tests.conftest import SignedClient, member_key
 from tests.factories import server_key
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+# one Redis, and the cluster with sharded boards; submissions through the real projector process
+pytestmark = pytest.mark.usefixtures("topology", "real_projector")
 
 WINDOWS = ("all", "daily:2026-11-28", "weekly:2026-W48", "monthly:2026-11", "season:s1")
 
@@ -205,6 +206,7 @@ def test_the_async_history_check_reads_a_whole_chunk_in_one_statement(gs) -> Non
     assert history_reads(pks[:2]) == history_reads(pks) == 1
 
 
+@pytest.mark.inline_projection("about the queue of after-the-fact checks the submitting process fills")
 def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, settings) -> None:
     """With async checks on, each accepted submission queues its match ids on a Redis list;
     only the first queues a Celery drain, half a second later (run here by hand, as a worker would)."""

@@ -21,7 +21,8 @@ from django.conf import settings
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 HTTP_SCENARIOS = (
-    "bare", "naive-sql", "top", "top-origin", "rank", "rank-open", "friends", "friends-1000", "mixed", "single", "batch",
+    "bare", "naive-sql", "top", "top-origin", "top-cursor", "rank", "rank-open", "friends", "friends-1000", "mixed",
+    "single", "single-direct", "single-latest", "batch",
 )  # fmt: skip
 ROWS = (
     "redis-benchmark ZADD",
@@ -29,7 +30,10 @@ ROWS = (
     "bare Django view",
     "naive SQL rank",
     "single-match ingest",
+    "single-match ingest, no append service",
+    "single-match ingest, latest board",
     "batch ingest",
+    "top after a cursor at depth 1,900",
     "top (edge)",
     "top (origin)",
     "rank around=5",
@@ -89,10 +93,15 @@ def test_every_scenario_has_sane_numbers(smoke) -> None:
         assert d["errors"] == 0, (name, d["errors_by_status"], d["error_samples"])
         lat = d["latency_ms"]
         assert 0 < lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["max"], (name, lat)
-    for name in ("single", "batch", "mixed"):
+    for name in ("single", "single-direct", "single-latest", "batch", "mixed"):
         assert details[name]["durable"]["ok"] and details[name]["mirrored"]["ok"], name
         assert details[name]["durable"]["acked"] > 0, name
+    # single through the append service, single-direct on a server of its own without it
+    assert details["single"]["append_service"] is True
+    assert details["single-direct"]["append_service"] is False
     assert details["batch"]["results_per_s"] > details["batch"]["requests_per_s"]  # 50 results per request
+    assert details["single-latest"]["board"] == "lap (latest)"
+    assert details["top-cursor"]["cursor_depth"] == 1900  # 2,000 players: the last full page's cursors
     assert details["mixed"]["requests_by_tag"].keys() <= {"submit", "rank", "top", "friends"}
     assert details["mixed"]["requests_by_tag"]["rank"] > details["mixed"]["requests_by_tag"].get("friends", 0)
     assert details["rank-open"]["loop"] == "open"

@@ -1,4 +1,4 @@
-"""The live board websocket (contract section 9) through Channels' communicator, against the
+"""The live board websocket (docs/api.md §9) through Channels' communicator, against the
 real Redis channel layer, with results submitted through the signed API.
 
 Each test is one coroutine run by async_to_sync: the sync helpers it awaits (submissions, the

@@ -1,4 +1,4 @@
-"""Deep paging by cursor (contract 13.4; docs/reads.md, "Deep paging"), on one Redis and on the
+"""Deep paging by cursor (docs/api.md §5.3; docs/reads.md, "Deep paging"), on one Redis and on the
 local Redis Cluster with boards of 4 shards: walking a board page by page while other players'
 values change (up and down: a latest board) yields every player whose value did not change
 exactly once, in the board's order, and each page is exactly what follows the cursor's

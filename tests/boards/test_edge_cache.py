@@ -1,6 +1,6 @@
 """The edge cache in front of Django (scripts/web.py, docs/reads.md "The edge cache"), through
 the real nginx and granian of `make run`'s web stack: public, signed-out top and histogram
-answers are served from nginx for at most the second the contract allows; nothing
+answers are served from nginx for at most the second docs/api.md §5.2 allows; nothing
 authenticated, no player or friends read and no error is ever kept.
 
 Django's side is counted where Django counts it: the request counter of /metrics, per route
@@ -101,7 +101,7 @@ def test_two_signed_out_top_reads_within_a_second_reach_django_once(edge: int) -
     assert [(status, cache) for status, cache, _ in answers] == [(200, "MISS"), (200, "HIT")]
     assert answers[0][2] == answers[1][2]  # the same body, byte for byte
     _, headers, _ = get(edge, TOP)
-    assert headers["Cache-Control"] == "public, max-age=1"  # the contract's, passed on
+    assert headers["Cache-Control"] == "public, max-age=1"  # docs/api.md §5.2's, passed on
     assert "X-Accel-Expires" not in headers  # nginx's instruction stays between nginx and Django
 
 

@@ -1,4 +1,7 @@
-"""Contract sections 5-7 over the API: fields, statuses, authorization."""
+"""docs/api.md §5, §6, §3.2 over the API: fields, statuses, authorization. What a client reads
+after submissions is read on the path users run: the real projector process applies them
+(tests/projector.py; `submit` waits until they are on the boards); the tests about parameters,
+credentials and friend lists keep the in-request shortcut and say so."""
 
 from __future__ import annotations
 
@@ -14,7 +17,12 @@ from tests.conftest import SignedClient
 from tests.factories import GameFactory, server_key
 from tests.scores.test_ingest_api import assert_error
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+# one Redis, and the cluster with sharded boards; the projector after the topology it follows
+pytestmark = pytest.mark.usefixtures("topology", "real_projector")
+PARAMETERS = pytest.mark.inline_projection("about refusing bad parameters and unknown names")
+CREDENTIALS = pytest.mark.inline_projection("about who may read what")
+FRIEND_LISTS = pytest.mark.inline_projection("about replacing friend lists")
+WINDOW_NAMES = pytest.mark.inline_projection("about resolving a window's name")
 
 
 def top(path: str = "/boards/rating/top", **params) -> dict:
@@ -23,7 +31,7 @@ def top(path: str = "/boards/rating/top", **params) -> dict:
     return response
 
 
-def test_top_lists_the_board_in_contract_order(ranked) -> None:
+def test_top_lists_the_board_in_board_order(ranked) -> None:
     response = top()
     assert response["Cache-Control"] == "public, max-age=1"
     body = response.json()
@@ -62,23 +70,25 @@ def test_top_names_the_explicit_window(ranked) -> None:
     }
 
 
+@PARAMETERS
 @pytest.mark.parametrize(
-    "params, status",
+    "params, status, code",
     [
-        ({"limit": 0}, 400),
-        ({"limit": 101}, 400),
-        ({"offset": -1}, 400),
-        ({"offset": 10001}, 400),
-        ({"limit": "ten"}, 400),
-        ({"window": "yearly"}, 404),
-        ({"window": "daily:2026-13-01"}, 404),
-        ({"window": "season:nope"}, 404),
+        ({"limit": 0}, 400, "invalid_body"),
+        ({"limit": 101}, 400, "invalid_body"),
+        ({"offset": -1}, 400, "invalid_body"),
+        ({"offset": 10001}, 400, "invalid_body"),
+        ({"limit": "ten"}, 400, "invalid_body"),
+        ({"window": "yearly"}, 404, "unknown_window"),
+        ({"window": "daily:2026-13-01"}, 404, "unknown_window"),
+        ({"window": "season:nope"}, 404, "unknown_window"),
     ],
 )
-def test_top_bad_parameters(ranked, params, status) -> None:
-    assert_error(Client().get(URL + "/boards/rating/top", params), status)
+def test_top_bad_parameters(ranked, params, status, code) -> None:
+    assert_error(Client().get(URL + "/boards/rating/top", params), status, code)
 
 
+@PARAMETERS
 def test_top_unknown_game_or_board_is_404(ranked) -> None:
     assert_error(Client().get("/api/v1/games/nope/boards/rating/top"), 404, "unknown_game")
     assert_error(Client().get(URL + "/boards/nope/top"), 404, "unknown_board")
@@ -125,23 +135,31 @@ def test_known_player_without_a_score_in_the_window(ranked) -> None:
     assert body["rank"] is None and body["score"] is None and body["around"] == []
 
 
+@PARAMETERS
 def test_unknown_player_is_404(ranked) -> None:
     assert_error(ranked.get(URL + "/boards/rating/players/nobody"), 404, "unknown_player")
 
 
+@PARAMETERS
 @pytest.mark.parametrize("around", ["-1", "51", "x"])
 def test_bad_around_is_400(ranked, around) -> None:
-    assert_error(ranked.get(URL + f"/boards/rating/players/p1?around={around}"), 400)
+    assert_error(ranked.get(URL + f"/boards/rating/players/p1?around={around}"), 400, "invalid_body")
 
 
 # --- authorization ----------------------------------------------------------------------------
 
 
+@CREDENTIALS
 def test_player_reads_needs_credentials(ranked) -> None:
-    assert_error(Client().get(URL + "/boards/rating/players/p1"), 401)
-    assert_error(Client(headers={"Authorization": "Bearer forged"}).get(URL + "/boards/rating/players/p1"), 401)
+    assert_error(Client().get(URL + "/boards/rating/players/p1"), 401, "not_authenticated")
+    assert_error(
+        Client(headers={"Authorization": "Bearer forged"}).get(URL + "/boards/rating/players/p1"),
+        401,
+        "authentication_failed",
+    )
 
 
+@CREDENTIALS
 def test_a_player_reads_themselves_and_friends_but_not_strangers(ranked) -> None:
     response = ranked.request("PUT", URL + "/players/p1/friends", {"friends": ["p2"]})
     assert response.status_code == 200 and response.json() == {"friends": ["p2"]}
@@ -152,18 +170,22 @@ def test_a_player_reads_themselves_and_friends_but_not_strangers(ranked) -> None
     assert_error(p1.get(URL + "/boards/rating/players/p3"), 403)  # not a friend
 
 
+@CREDENTIALS
 def test_token_of_another_game_and_key_of_another_game_are_403(ranked) -> None:
     other = GameFactory(slug="go")
     key, secret = server_key(other)
-    assert_error(SignedClient(key.key_id, secret).get(URL + "/boards/rating/players/p1"), 403)
+    assert_error(SignedClient(key.key_id, secret).get(URL + "/boards/rating/players/p1"), 403, "forbidden")
     from scores.models import Player
     from scores.services import player_token_issue
 
     stranger = Player.objects.create(game=other, external_id="p1")
     token, _ = player_token_issue(player=stranger)
-    assert_error(Client(headers={"Authorization": f"Bearer {token}"}).get(URL + "/boards/rating/players/p1"), 403)
+    assert_error(
+        Client(headers={"Authorization": f"Bearer {token}"}).get(URL + "/boards/rating/players/p1"), 403, "forbidden"
+    )
 
 
+@CREDENTIALS
 def test_staff_session_reads_anyone(ranked) -> None:
     User.objects.create_user("mod", password="pw", is_staff=True)
     User.objects.create_user("joe", password="pw")
@@ -171,9 +193,10 @@ def test_staff_session_reads_anyone(ranked) -> None:
     staff.login(username="mod", password="pw")
     joe.login(username="joe", password="pw")
     assert staff.get(URL + "/boards/rating/players/p3").status_code == 200
-    assert_error(joe.get(URL + "/boards/rating/players/p3"), 403)
+    assert_error(joe.get(URL + "/boards/rating/players/p3"), 403, "forbidden")
 
 
+@CREDENTIALS
 def test_token_endpoint(ranked) -> None:
     response = ranked.post(URL + "/players/p1/token")
     assert response.status_code == 200
@@ -183,16 +206,21 @@ def test_token_endpoint(ranked) -> None:
     client = Client(headers={"Authorization": f"Bearer {body['token']}"})
     assert client.get(URL + "/boards/rating/players/p1").json()["rank"] == 1
     assert_error(ranked.post(URL + "/players/nobody/token"), 404, "unknown_player")
-    assert_error(Client().post(URL + "/players/p1/token"), 401)
+    assert_error(Client().post(URL + "/players/p1/token"), 401, "not_authenticated")
 
 
+@CREDENTIALS
 def test_expired_token_is_401(ranked) -> None:
     from scores.auth import make_player_token
     from scores.models import Player
 
     p1 = Player.objects.get(external_id="p1")
     token = make_player_token(p1.game_id, p1.pk, datetime(2026, 1, 1, tzinfo=UTC))
-    assert_error(Client(headers={"Authorization": f"Bearer {token}"}).get(URL + "/boards/rating/players/p1"), 401)
+    assert_error(
+        Client(headers={"Authorization": f"Bearer {token}"}).get(URL + "/boards/rating/players/p1"),
+        401,
+        "authentication_failed",
+    )
 
 
 # --- friends ----------------------------------------------------------------------------------
@@ -210,6 +238,7 @@ def test_friends_board(ranked) -> None:
     assert body["entries"][0]["display_name"] == "Ana"
 
 
+@FRIEND_LISTS
 def test_friend_list_replacement_is_mutual(ranked) -> None:
     ranked.request("PUT", URL + "/players/p1/friends", {"friends": ["p2", "p3"]})
     ranked.request("PUT", URL + "/players/p1/friends", {"friends": ["p3"]})
@@ -217,9 +246,10 @@ def test_friend_list_replacement_is_mutual(ranked) -> None:
     assert [e["player"] for e in p2["entries"]] == ["p2"]
     p3 = player_client("p3").get(URL + "/boards/rating/players/p3/friends").json()
     assert [e["player"] for e in p3["entries"]] == ["p1", "p3"]
-    assert_error(player_client("p2").get(URL + "/boards/rating/players/p1"), 403)
+    assert_error(player_client("p2").get(URL + "/boards/rating/players/p1"), 403, "forbidden")
 
 
+@FRIEND_LISTS
 @pytest.mark.parametrize(
     "body",
     [{"friends": ["p1"]}, {"friends": ["bad id"]}, {"friends": "p2"}, {}, {"friends": [f"f{i}" for i in range(1001)]}],
@@ -227,10 +257,11 @@ def test_friend_list_replacement_is_mutual(ranked) -> None:
 def test_bad_friend_lists_are_400(ranked, body) -> None:
     from scores.models import Friendship
 
-    assert_error(ranked.request("PUT", URL + "/players/p1/friends", body), 400)
+    assert_error(ranked.request("PUT", URL + "/players/p1/friends", body), 400, "invalid_body")
     assert not Friendship.objects.exists()
 
 
+@FRIEND_LISTS
 def test_friends_put_needs_a_server_key(ranked) -> None:
     assert_error(
         player_client("p1").put(URL + "/players/p1/friends", {"friends": []}, content_type="application/json"), 401
@@ -258,6 +289,7 @@ def test_friends_board_with_a_thousand_friends(server: SignedClient, game) -> No
     assert scores == sorted(scores, reverse=True)
 
 
+@WINDOW_NAMES
 def test_current_season_window_resolves_to_the_running_season(ranked, game) -> None:
     from datetime import timedelta
 

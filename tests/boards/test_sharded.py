@@ -1,4 +1,4 @@
-"""Sharded boards (issue 15, contract section 12): a board window spread over `shards` sorted
+"""Sharded boards (docs/api.md §2.2, §5.4): a board window spread over `shards` sorted
 sets reads as one board. On one Redis with shards = 4 and on the local Redis Cluster (the
 topology fixture): exact ranks equal the reference model's; beyond exact_rank_limit a read
 without neighbours is estimated from the histogram and stays within its stated rank_error."""
@@ -205,3 +205,24 @@ def test_top_pages_come_from_replicas_when_asked(world, settings) -> None:
         assert after > before
         assert server.get(f"{URL}/players/p3?around=1").json()["rank"] == 9
         assert _replica_script_calls() == after  # own rank: primaries only
+
+
+def test_a_board_made_after_its_games_config_was_cached_is_read_again(db) -> None:
+    """A board another process made (no save signal clears this process's cache, as in the
+    projector): its shards are read again, not taken as 1 from a cached game without it; its
+    first results would go to the unsharded layout readers never look at."""
+    from django.db.models.signals import post_save
+
+    from scores.selectors import config_cache_clear as clear
+    from tests.factories import BoardFactory, GameFactory
+
+    game = GameFactory(slug="grows")
+    first = BoardFactory(game=game, slug="first")
+    clear()
+    assert index.shards_of(first.id) == first.shards  # the game's configuration is cached now
+    post_save.disconnect(sender=Board, dispatch_uid="config-cache-Board-save")
+    try:
+        later = BoardFactory(game=game, slug="later", shards=3)
+    finally:
+        post_save.connect(clear, sender=Board, dispatch_uid="config-cache-Board-save")
+    assert index.shards_of(later.id) == 3

@@ -1,4 +1,4 @@
-"""Leagues (contract 13.6, docs/competitions.md) against real Postgres: placement never
+"""Leagues (docs/api.md §12.2, docs/competitions.md) against real Postgres: placement never
 overfills a group under concurrent first results; promotion and relegation from the frozen
 group standings; a void that moves a player across the promotion line corrects their next tier."""
 
@@ -17,6 +17,9 @@ from scores.selectors import cached_board
 from seasons.services import window_freeze
 from tests.conftest import SignedClient
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
+from tests.projector import projected
+
+pytestmark = pytest.mark.usefixtures("real_projector")  # results reach the boards as users' do
 
 LEAGUE = {"tiers": ["bronze", "silver", "gold"], "size": 3, "promote": 1, "relegate": 1}
 
@@ -43,8 +46,10 @@ def _play(server: SignedClient, match_id: str, at: str, *scores: tuple[str, int]
     }
     r = server.post("/api/v1/games/arena/matches", body)
     assert r.status_code == 201, r.content
+    projected(f"match {match_id} on the boards")
 
 
+@pytest.mark.inline_projection("parses a configuration table: nothing is submitted")
 def test_a_bad_league_table_is_refused_naming_the_key() -> None:
     base = '[game]\nslug = "g"\nname = "G"\n[[boards]]\nslug = "b"\nname = "B"\nmax_score = 9\nwindows = WINDOWS\n'
     for windows, table, key in [

@@ -1,4 +1,4 @@
-"""Tournaments (contract 13.5, docs/competitions.md) against real Postgres: joins and attempts
+"""Tournaments (docs/api.md §12.1, docs/competitions.md) against real Postgres: joins and attempts
 counted exactly under concurrency, results outside the tournament refused per result."""
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from scores.config import ConfigError, parse_game_config
 from scores.models import Result
 from scores.services import game_config_apply, player_token_issue
 from tests.conftest import SignedClient
-from tests.factories import BoardFactory, GameFactory, PlayerFactory, server_key
+from tests.factories import BoardFactory, GameFactory, PlayerFactory, server_key, tournament_board, tournament_settings
+
+pytestmark = pytest.mark.usefixtures("real_projector")  # results reach the boards as users' do
 
 THREADS = 8
 
@@ -34,15 +36,9 @@ def _tournament_game(now: datetime, *, windows=("all",), **settings):
     """A game with a plain board and a tournament running from a day ago to a day ahead."""
     game = GameFactory(slug="arena")
     BoardFactory(game=game, slug="rating", windows=["all"])
-    tournament = {
-        "starts_at": (now - timedelta(days=1)).isoformat(),
-        "ends_at": (now + timedelta(days=1)).isoformat(),
-        "join_required": False,
-        "max_size": 0,
-        "max_attempts": 0,
-        **settings,
-    }
-    BoardFactory(game=game, slug="cup", windows=list(windows), tournament=tournament)
+    tournament_board(
+        game, starts_at=now - timedelta(days=1), ends_at=now + timedelta(days=1), windows=tuple(windows), **settings
+    )
     key, secret = server_key(game)
     return game, SignedClient(key.key_id, secret)
 
@@ -130,6 +126,7 @@ def test_a_tournament_table_is_applied_and_read_back(transactional_db) -> None:
         ),
     ],
 )
+@pytest.mark.inline_projection("parses a configuration table: nothing is submitted")
 def test_a_bad_tournament_table_is_refused_naming_the_key(edit, key) -> None:
     with pytest.raises(ConfigError) as exc:
         parse_game_config(edit(_TOML))
@@ -142,17 +139,8 @@ def test_a_bad_tournament_table_is_refused_naming_the_key(edit, key) -> None:
 def test_the_list_by_state(transactional_db, now) -> None:
     game = GameFactory(slug="arena")
     for slug, start, end in [("past", -3, -2), ("live", -1, 1), ("soon", 2, 3)]:
-        BoardFactory(
-            game=game,
-            slug=slug,
-            windows=["all"],
-            tournament={
-                "starts_at": (now + timedelta(days=start)).isoformat(),
-                "ends_at": (now + timedelta(days=end)).isoformat(),
-                "join_required": False,
-                "max_size": 10,
-                "max_attempts": 0,
-            },
+        tournament_board(
+            game, slug=slug, starts_at=now + timedelta(days=start), ends_at=now + timedelta(days=end), max_size=10
         )
     BoardFactory(game=game, slug="rating")  # not a tournament: never listed
     listed = {
@@ -195,13 +183,7 @@ def test_an_ended_tournament_refuses_joins(transactional_db, now) -> None:
     from scores.models import Board
 
     Board.objects.filter(slug="cup").update(
-        tournament={
-            "starts_at": (now - timedelta(days=2)).isoformat(),
-            "ends_at": (now - timedelta(days=1)).isoformat(),
-            "join_required": True,
-            "max_size": 0,
-            "max_attempts": 0,
-        }
+        tournament=tournament_settings(now - timedelta(days=2), now - timedelta(days=1), join_required=True)
     )
     r = server.post("/api/v1/games/arena/tournaments/cup/players/ana/join")
     assert r.status_code == 409 and r.json()["error"]["code"] == "tournament_ended"

@@ -1,4 +1,4 @@
-"""Settlement webhooks (contract 13.7, docs/competitions.md) to a real HTTP receiver on loopback
+"""Settlement webhooks (docs/api.md §13, docs/competitions.md) to a real HTTP receiver on loopback
 that answers 500, then hangs past the timeout, then accepts: every event arrives, in order per
 board window, signed, de-duplicable by X-Event-Id; a re-freeze's event carries the changes."""
 
@@ -26,6 +26,8 @@ from scores.selectors import cached_board, config_cache_clear
 from seasons.services import window_freeze
 from tests.conftest import SignedClient
 from tests.seasons.conftest import DAY
+
+pytestmark = pytest.mark.usefixtures("real_projector")  # results reach the boards as users' do
 
 WINDOW = f"daily:{DAY}"
 

@@ -1,4 +1,4 @@
-"""Issue 17 in a real browser, each item at desktop size and on a 390x844 phone, with
+"""The player pages (docs/players.md) in a real browser, each item at desktop size and on a 390x844 phone, with
 screenshots in tests/e2e/screenshots/: the demo that shows everything (a friend passes the demo
 login within a minute of signing in), a board page's extras, the player page and who may see
 it, the season archive, HTML error pages and the favicon, and accessibility (axe-core, the

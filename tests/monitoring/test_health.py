@@ -1,4 +1,4 @@
-"""/healthz (contract sections 11 and 12): Postgres, Redis, the Celery worker and beat (their
+"""/healthz (docs/api.md §11): Postgres, Redis, the Celery worker and beat (their
 heartbeats), the ingest lag and the board index, each with a status."""
 
 from __future__ import annotations

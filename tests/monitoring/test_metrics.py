@@ -1,5 +1,5 @@
-"""/metrics (contract section 12): the Prometheus text format, read with prometheus-client's own
-parser; its counters move when results arrive, with the outcome the contract answered."""
+"""/metrics (docs/api.md §11): the Prometheus text format, read with prometheus-client's own
+parser; its counters move when results arrive, with the outcome the API answered."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from tests.conftest import SignedClient
 from tests.factories import GameFactory, PlayerFactory, server_key
 from tests.pages.conftest import BOARD, signed_in
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# the pages after results the real projector process applied (tests/projector.py)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("real_projector")]
 
 LINK = "/api/v1/games/chess/players/{}/login-link"
 

@@ -1,4 +1,4 @@
-"""A board page's extras (issue 17): season names and dates, the countdown to the window's
+"""A board page's extras (docs/players.md): season names and dates, the countdown to the window's
 reset, the top three, search hits with rank and score, "go to my rank", the order of the
 sections on a phone, the chart's age and reach."""
 
@@ -19,7 +19,8 @@ from tests.boards.conftest import submit
 from tests.pages.conftest import BOARD, signed_in
 from tests.pages.test_board_pages import rows, text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# the pages after results the real projector process applied (tests/projector.py)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("real_projector")]
 
 
 def now_iso(seconds_ago: int = 5) -> str:

@@ -18,7 +18,8 @@ from tests.boards.conftest import submit
 from tests.conftest import SignedClient
 from tests.pages.conftest import BOARD, signed_in
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# the pages after results the real projector process applied (tests/projector.py)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("real_projector")]
 
 
 def rows(html: str, table: str = "top-body") -> list[list[str]]:
@@ -42,7 +43,7 @@ def test_the_index_lists_games_and_their_boards(game) -> None:
         assert f'href="/games/chess/boards/{board}/"' in html
 
 
-def test_a_board_page_shows_the_top_in_contract_order_with_window_tabs(ranked, django_assert_max_num_queries) -> None:
+def test_a_board_page_shows_the_top_in_board_order_with_window_tabs(ranked, django_assert_max_num_queries) -> None:
     now = timezone.now()  # the season tab is the running season's: make s1 run now, whatever the date
     Season.objects.filter(slug="s1").update(starts_at=now - timedelta(days=30), ends_at=now + timedelta(days=60))
     config_cache_clear()
@@ -260,6 +261,9 @@ def test_a_deep_rank_is_shown_only_to_the_player_their_friends_and_staff(ranked,
     assert "#2" in Client().get(BOARD + "?player=bo").content.decode()  # within the public top
 
 
+@pytest.mark.inline_projection(
+    "about pages with Redis gone: the test's own Redis, which a projector started before could not follow"
+)
 def test_the_pages_still_answer_with_redis_down(server: SignedClient, game, throwaway_redis) -> None:
     """Reads fall back to Postgres (boards.selectors): the page says so and still ranks."""
     submit(server, "m1", [{"player": p, "board": "rating", "score": s} for p, s in (("ana", 500), ("bo", 400))])

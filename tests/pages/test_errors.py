@@ -1,4 +1,4 @@
-"""HTML routes answer 404 and 500 pages in the site's style; the API keeps the contract's JSON
+"""HTML routes answer 404 and 500 pages in the site's style; the API keeps docs/api.md §14's JSON
 error body; /favicon.ico is an icon."""
 
 from __future__ import annotations

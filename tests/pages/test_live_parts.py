@@ -13,7 +13,8 @@ from tests.boards.conftest import submit
 from tests.pages.conftest import BOARD, signed_in
 from tests.pages.test_board_pages import rows
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# the pages after results the real projector process applied (tests/projector.py)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("real_projector")]
 
 PART = BOARD + "?part=rank-card"
 

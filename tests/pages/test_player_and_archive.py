@@ -18,7 +18,8 @@ from tests.boards.conftest import submit
 from tests.pages.conftest import signed_in
 from tests.pages.test_board_pages import text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# the pages after results the real projector process applied (tests/projector.py)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("real_projector")]
 
 PAGE = "/games/chess/players/{}/"
 ARCHIVE = "/games/chess/boards/rating/archive/"

@@ -17,7 +17,8 @@ from tests.conftest import SignedClient
 from tests.pages.conftest import BOARD, signed_in
 from tests.pages.test_board_pages import rows, text
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# the pages after results the real projector process applied (tests/projector.py)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("real_projector")]
 
 
 @pytest.fixture
@@ -94,6 +95,9 @@ def test_a_regions_windows_roll_over_at_its_own_midnight(regional) -> None:
     assert "dee" not in [r[1] for r in rows(utc_day)]
     # the picker lists the region's earlier days without the prefix (the region is its own field)
     assert '<option value="daily:2026-11-28" selected>Day 2026-11-28</option>' in eu_day
+    # a window older than the picker's recent days stays selected in it when a link opens it
+    old_day = Client().get(BOARD + "?window=daily:2025-03-02&region=eu").content.decode()
+    assert '<option value="daily:2025-03-02" selected>Day 2025-03-02</option>' in old_day
 
 
 def test_paging_keeps_the_region(server: SignedClient, game) -> None:

@@ -1,6 +1,6 @@
-"""Admission control (contract 13.2, scores/admission.py): while the boards are too far behind,
+"""Admission control (docs/api.md §4.5, scores/admission.py): while the boards are too far behind,
 a submission is answered 503 `overloaded` with Retry-After and nothing of it is stored; what
-was acknowledged keeps the 1 s promise of section 4.
+was acknowledged keeps the 1 s promise of docs/api.md §4.4.
 
 Admission control is off in the test settings (other tests build backlogs on purpose); these
 tests turn it on."""
@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from boards import index
 from scores import admission
-from scores.models import Board, Match, Player
+from scores.ingest import matches_submit
+from scores.ingest.matches import MatchIn, ResultIn
+from scores.locks import ADMIT
+from scores.models import Board, Game, Match, Player, ProjectorPace
 from scores.projection import pending_lag
 from tests.conftest import SignedClient, set_keys
 from tests.polling import until
@@ -97,6 +102,102 @@ def test_the_backlog_is_read_once_per_refresh_interval_not_per_request(
     reads = [q["sql"] for q in first.captured_queries if "FROM scores_pending ORDER BY id" in q["sql"]]
     assert len(reads) == 1
     assert [q for q in second.captured_queries if "FROM scores_pending ORDER BY id" in q["sql"]] == []
+
+
+def _pace(seconds_per_match: float) -> None:
+    """What a running projector publishes of its pace (scores/projection/pace.py)."""
+    ProjectorPace.objects.create(
+        name="projector-under-test", seconds_per_match=seconds_per_match, updated_at=timezone.now()
+    )
+
+
+def test_a_young_backlog_that_would_take_too_long_to_apply_is_refused(server: SignedClient, game, admission_on) -> None:
+    """The oldest row is young, but the projector's pace says what waits would show too late."""
+    admission_on.ADMISSION_MAX_LAG_MS = 10_000
+    admission_on.ADMISSION_REFRESH_MS = 60_000  # one reading: what this process accepted since counts
+    _pace(2.5)  # 4 matches are 10 s of work for this projector
+    for i in range(4):
+        assert server.post(URL, a_match(f"m{i}", f"p{i}")).status_code == 201
+    response = server.post(URL, a_match("m-late", "p-late"))
+    assert_overloaded(response)
+    assert "would take 12.50 s" in response.json()["error"]["message"]
+    assert not Match.objects.filter(match_id="m-late").exists()
+    assert admission.backlog_read().oldest_seconds < 10
+
+
+def test_a_stopped_projectors_pace_is_not_used(server: SignedClient, game, admission_on) -> None:
+    admission_on.ADMISSION_MAX_LAG_MS = 10_000
+    ProjectorPace.objects.create(name="gone", seconds_per_match=60.0, updated_at=timezone.now() - timedelta(minutes=5))
+    for i in range(3):
+        assert server.post(URL, a_match(f"m{i}", f"p{i}")).status_code == 201
+
+
+def test_the_projector_publishes_its_pace_and_takes_it_away_when_it_stops(
+    server: SignedClient, game, projector_process
+) -> None:
+    proc = projector_process()
+    until(lambda: Client().get("/healthz").json().get("projector") == "ok", "the projector owning its lanes")
+    batch = {"matches": [a_match(f"m{i}", f"p{i}") for i in range(150)]}  # one batch, large enough to sample
+    assert server.post(URL + "/batch", batch).status_code == 200
+    pace = until(lambda: ProjectorPace.objects.first(), "the projector's pace published")
+    assert 0 < pace.seconds_per_match < 1
+    assert admission.backlog_read().seconds_per_match == pytest.approx(pace.seconds_per_match)
+    proc.terminate()
+    proc.wait(30)
+    assert not ProjectorPace.objects.exists()
+
+
+def _in_wait_for_admission() -> bool:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND NOT granted", [ADMIT]
+        )
+        return cur.fetchone()[0] > 0
+
+
+def test_large_batches_are_admitted_one_at_a_time_each_seeing_the_last(
+    server: SignedClient, game, admission_on
+) -> None:
+    """Two web processes each read an empty backlog; each then gets a 60-match batch (6 s of
+    work at this pace, over a quarter of the bound). The first is admitted; the second waits for
+    its commit, sees its matches waiting, and is refused: 12 s would break the bound of 10."""
+    admission_on.ADMISSION_MAX_LAG_MS = 10_000
+    admission_on.ADMISSION_REFRESH_MS = 60_000
+    _pace(0.1)
+    first = [MatchIn(f"a{i}", timezone.now(), (ResultIn(player=f"pa{i}", board="points", score=5),)) for i in range(60)]
+    second = {"matches": [a_match(f"b{i}", f"pb{i}") for i in range(60)]}
+    stored, release = threading.Event(), threading.Event()
+    answers: list = []
+
+    def first_process() -> None:
+        try:
+            with transaction.atomic():
+                matches_submit(game=Game.objects.get(slug="chess"), server_key=None, matches=first)
+                stored.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def second_process() -> None:
+        try:
+            answers.append(server.post(URL + "/batch", second))
+        finally:
+            connection.close()
+
+    a = threading.Thread(target=first_process)
+    a.start()
+    assert stored.wait(30)
+    admission.backlog_forget()  # the second process's reading: taken before the first commits
+    b = threading.Thread(target=second_process)
+    b.start()
+    until(_in_wait_for_admission, "the second batch waiting for the first to commit", every=0.02)
+    release.set()
+    a.join(30)
+    b.join(30)
+    assert_overloaded(answers[0])
+    assert Match.objects.filter(match_id__startswith="a").count() == 60
+    assert not Match.objects.filter(match_id__startswith="b").exists()
+    assert not Player.objects.filter(external_id__startswith="pb").exists()
 
 
 def test_admission_off_never_refuses(server: SignedClient, game, admission_on) -> None:

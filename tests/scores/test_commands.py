@@ -1,4 +1,4 @@
-"""Operator commands (contract section 2): apply_game_config and create_server_key."""
+"""Operator commands (docs/api.md §2): apply_game_config and create_server_key."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from scores.models import Board, Game, Season, ServerKey
 from tests.conftest import SignedClient
 
-CONTRACT_EXAMPLE = """
+GAME_FILE_EXAMPLE = """
 [game]
 slug = "chess"
 name = "Chess"
@@ -44,8 +44,8 @@ def apply(tmp_path: Path, text: str) -> str:
     return out.getvalue()
 
 
-def test_contract_example_applies_and_is_idempotent(transactional_db, tmp_path: Path) -> None:
-    first = apply(tmp_path, CONTRACT_EXAMPLE)
+def test_the_example_game_file_applies_and_is_idempotent(transactional_db, tmp_path: Path) -> None:
+    first = apply(tmp_path, GAME_FILE_EXAMPLE)
     assert "created game chess" in first
     board = Board.objects.get(game__slug="chess", slug="rating")
     assert (board.order, board.mode, board.max_score, board.windows) == (
@@ -56,7 +56,7 @@ def test_contract_example_applies_and_is_idempotent(transactional_db, tmp_path: 
     )
     assert Season.objects.get(slug="s1").ends_at.year == 2027
     snapshot = list(Board.objects.values()) + list(Game.objects.values()) + list(Season.objects.values())
-    second = apply(tmp_path, CONTRACT_EXAMPLE)
+    second = apply(tmp_path, GAME_FILE_EXAMPLE)
     assert "unchanged" in second
     assert list(Board.objects.values()) + list(Game.objects.values()) + list(Season.objects.values()) == snapshot
 
@@ -68,8 +68,8 @@ def test_demo_file_applies(transactional_db) -> None:
 
 
 def test_update_changes_only_what_changed(transactional_db, tmp_path: Path) -> None:
-    apply(tmp_path, CONTRACT_EXAMPLE)
-    out = apply(tmp_path, CONTRACT_EXAMPLE.replace('name = "Rating"', 'name = "Elo"'))
+    apply(tmp_path, GAME_FILE_EXAMPLE)
+    out = apply(tmp_path, GAME_FILE_EXAMPLE.replace('name = "Rating"', 'name = "Elo"'))
     assert "updated board rating: name" in out
     assert Board.objects.get(slug="rating").name == "Elo"
 
@@ -94,6 +94,26 @@ def test_update_changes_only_what_changed(transactional_db, tmp_path: Path) -> N
             ('mode = "best"\nwindows = ["all", "daily"', 'mode = "latest"\nwindows = ["last7d", "all", "daily"'),
             "boards[0].windows",
         ),
+        (
+            (
+                'mode = "best"\nwindows = ["all", "daily", "weekly", "monthly", "season"]\nmin_score = 0',
+                'mode = "total"\nwindows = ["all", "daily", "last7d"]\nmin_score = -5',
+            ),
+            "boards[0].windows",
+        ),
+        (('mode = "best"', 'mode = "total"\nmin_total = -5'), "boards[0].min_total"),
+        (
+            (
+                'mode = "best"\nwindows = ["all", "daily", "weekly", "monthly", "season"]\nmin_score = 0',
+                'mode = "total"\nmin_total = 3\nwindows = ["all", "daily", "weekly", "monthly", "season"]\nmin_score = -5',
+            ),
+            "boards[0].min_total",
+        ),
+        (('mode = "best"', 'mode = "total"\nsubscores = [{name = "kills", max = 9}]'), "boards[0].subscores"),
+        (
+            ('rank_display = "unique"', 'rank_display = "unique"\nsubscores = [{name = "kills", max = 1000}]'),
+            "boards[0].subscores[0].max",
+        ),
         (("[game]", "[game"), "(file)"),
         (('reset_timezone = "UTC"', 'allowed_origins = "https://play.example.com"'), "game.allowed_origins"),
         (('reset_timezone = "UTC"', 'allowed_origins = ["https://play.example.com/game"]'), "game.allowed_origins"),
@@ -108,27 +128,56 @@ def test_update_changes_only_what_changed(transactional_db, tmp_path: Path) -> N
     ],
 )
 def test_invalid_file_is_refused_whole_naming_the_key(transactional_db, tmp_path: Path, change, key) -> None:
-    text = CONTRACT_EXAMPLE.replace(*change)
+    text = GAME_FILE_EXAMPLE.replace(*change)
     with pytest.raises(CommandError) as err:
         apply(tmp_path, text)
     assert key in str(err.value)
     assert not Game.objects.exists() and not Board.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (
+            ('mode = "best"', 'mode = "latest"\nmax_total = 1000'),
+            "boards[0].max_total: only total boards have a max_total (a latest board's value is one result",
+        ),
+        (
+            ('mode = "best"\nwindows = ["all", "daily"', 'mode = "latest"\nwindows = ["last7d", "all", "daily"'),
+            "boards[0].windows: latest boards keep no rolling windows (last7d, last30d)",
+        ),
+        (
+            ('mode = "best"\nwindows = ["all", "daily", "weekly", "monthly", "season"]\nmin_score = 0',
+             'mode = "total"\nwindows = ["all", "daily", "last30d"]\nmin_score = -5'),
+            "boards[0].windows: total boards whose results may subtract keep no rolling windows",
+        ),
+        (
+            ('rank_display = "unique"', 'rank_display = "unique"\nsubscores = [{name = "kills", max = 1000}]'),
+            "boards[0].subscores[0].max: (max_score - min_score + 1) * (kills: max - min + 1) = 10,000,001 * 1,001",
+        ),
+    ],
+)  # fmt: skip
+def test_the_new_modes_refusals_say_which_key_and_why(transactional_db, tmp_path: Path, change, says) -> None:
+    with pytest.raises(CommandError) as err:
+        apply(tmp_path, GAME_FILE_EXAMPLE.replace(*change))
+    assert says in str(err.value)
+    assert not Board.objects.exists()
+
+
 def test_allowed_origins_are_stored_as_browsers_send_them(transactional_db, tmp_path: Path) -> None:
     """docs/clients.md: the Origin header is lower case and omits the scheme's default port."""
-    text = CONTRACT_EXAMPLE.replace(
+    text = GAME_FILE_EXAMPLE.replace(
         'reset_timezone = "UTC"',
         'reset_timezone = "UTC"\nallowed_origins = ["https://Play.Example.com:443", "http://127.0.0.2:9000"]',
     )
     assert "created game chess" in apply(tmp_path, text)
     assert Game.objects.get(slug="chess").allowed_origins == ["https://play.example.com", "http://127.0.0.2:9000"]
     assert "unchanged" in apply(tmp_path, text)
-    assert "allowed_origins" in apply(tmp_path, CONTRACT_EXAMPLE)  # removed from the file: removed
+    assert "allowed_origins" in apply(tmp_path, GAME_FILE_EXAMPLE)  # removed from the file: removed
     assert Game.objects.get(slug="chess").allowed_origins == []
 
 
-SPENT = CONTRACT_EXAMPLE.replace('mode = "best"', 'mode = "total"').replace("min_score = 0", "min_score = -500")
+SPENT = GAME_FILE_EXAMPLE.replace('mode = "best"', 'mode = "total"').replace("min_score = 0", "min_score = -500")
 
 
 @pytest.mark.parametrize(
@@ -160,7 +209,7 @@ def test_a_total_that_subtracts_applies_with_its_floor(transactional_db, tmp_pat
 
 def test_bit_budget_refusal_says_why(transactional_db, tmp_path: Path) -> None:
     with pytest.raises(CommandError) as err:
-        apply(tmp_path, CONTRACT_EXAMPLE.replace("max_score = 10000000", "max_score = 20000000"))
+        apply(tmp_path, GAME_FILE_EXAMPLE.replace("max_score = 10000000", "max_score = 20000000"))
     message = str(err.value)
     assert "boards[0].max_score" in message and "bits" in message and "16,777,216" in message
 
@@ -173,7 +222,7 @@ def test_changing_the_ranking_of_a_board_with_scores_is_refused(server: SignedCl
     }
     assert server.post("/api/v1/games/chess/matches", body).status_code == 201
     with pytest.raises(CommandError) as err:
-        apply(tmp_path, CONTRACT_EXAMPLE.replace('order = "desc"', 'order = "asc"'))
+        apply(tmp_path, GAME_FILE_EXAMPLE.replace('order = "desc"', 'order = "asc"'))
     assert "boards[0]" in str(err.value)
     assert Board.objects.get(game=game, slug="rating").order == "desc"
 

@@ -46,7 +46,7 @@ def test_encoding_orders_by_value_then_earlier_time(board, data) -> None:
         assert (a > b) == (int(a_at.timestamp()) < int(b_at.timestamp()))
     else:
         assert (a > b) == better
-    assert encoding.decode_value(board, a) == a_val
+    assert encoding.decode_value(board, a) == a_val == encoding.value_decoder(board)(a)
 
 
 def test_budget_refuses_ranges_that_do_not_fit() -> None:

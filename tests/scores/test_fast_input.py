@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from scores.api.matches import MatchInSerializer, _fast_match, _to_match
 
-# whitespace and control characters around an id: refused by both (contract section 12), never trimmed
+# whitespace and control characters around an id: refused by both (docs/api.md §1.1), never trimmed
 ODD_TEXT = st.sampled_from(
     ["", " ", "p1 ", " p1", "p\n", "p1\n", "\tx\n", "a b", "x" * 64, "x" * 65, "\x00", "p\x00", "é", "p1", "P_9.:@-"]
 )

@@ -1,4 +1,4 @@
-"""Board score formats (contract section 12): the TOML option, its validation, and how the
+"""Board score formats (docs/api.md §2.2): the TOML option, its validation, and how the
 pages show a score while the API keeps answering integers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Contract section 12: the public game description, GET /api/v1/games and /api/v1/games/{game}."""
+"""docs/api.md §5.1: the public game description, GET /api/v1/games and /api/v1/games/{game}."""
 
 from __future__ import annotations
 

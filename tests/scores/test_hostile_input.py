@@ -1,6 +1,6 @@
-"""Hostile and malformed input (issue 12, items 5 and 8): every one is a 4xx with the
-contract's error body, and nothing of it is stored. Ids are taken exactly (contract section
-12): whitespace or control characters around or inside an id are a 400, never trimmed away."""
+"""Hostile and malformed input (docs/reliability.md, "Hostile input"): every one is a 4xx with
+the error body of docs/api.md §14, and nothing of it is stored. Ids are taken exactly (docs/api.md
+§1.1): whitespace or control characters around or inside an id are a 400, never trimmed away."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import pytest
 from django.test import Client
 
+from anticheat.models import AuditEntry
 from scores.models import Friendship, Match, Player
 from tests.boards.conftest import URL, submit
 from tests.conftest import SignedClient
@@ -80,7 +81,79 @@ def test_a_match_id_in_a_url_is_taken_exactly(server: SignedClient, game) -> Non
     assert Match.objects.get().status == "accepted"
 
 
-# --- item 5: each of these was a 500 ----------------------------------------------------------
+# --- values of the schema's types (docs/api.md §15): what the schema forbids, the service refuses
+
+
+@pytest.mark.parametrize("field, value", [("player", 123), ("board", 7), ("display_name", 5), ("region", 1)])
+def test_a_number_is_neither_text_nor_an_id(server: SignedClient, game, field: str, value: int) -> None:
+    assert_error(server.post(f"{URL}/matches", body(**{field: value})), 400, "invalid_body")
+    batch = server.post(f"{URL}/matches/batch", {"matches": [body(**{field: value})]})
+    assert batch.status_code == 200 and batch.json()["results"][0]["status"] == "rejected"
+    friends = server.request("PUT", f"{URL}/players/p1/friends", {"friends": [123]})
+    assert_error(friends, 400, "invalid_body")
+    assert not Match.objects.exists() and not Player.objects.exists() and not Friendship.objects.exists()
+
+
+def test_a_moderation_reason_is_text(server: SignedClient, game) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    assert_error(server.post(f"{URL}/matches/m/void", {"reason": 5}), 400, "invalid_body")
+    assert_error(server.post(f"{URL}/matches/m/approve", {"reason": 5}), 400, "invalid_body")
+    assert Match.objects.get().status == "accepted" and not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize("raw", [b"0", b"[]", b'""', b"false", b"null", b'"reason"'])
+def test_an_approve_body_that_is_not_an_object_is_a_400(server: SignedClient, game, raw: bytes) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    assert_error(server.post(f"{URL}/matches/m/approve", raw=raw), 400, "invalid_body")
+    assert not AuditEntry.objects.exists()
+    # the body is optional: none at all, or an empty object, approves
+    assert server.post(f"{URL}/matches/m/approve", raw=b"").json() == {"match_id": "m", "status": "accepted"}
+    assert server.post(f"{URL}/matches/m/approve", {}).status_code == 200
+    assert AuditEntry.objects.filter(action="approve").count() == 2
+
+
+@pytest.mark.parametrize("number", ["5.0", "%2B5", "%205", "5%20", "1_0", "%D9%A3", "0x5", "5e0"])
+def test_an_integer_query_parameter_is_ascii_digits(server: SignedClient, game, number: str) -> None:
+    """DRF read "٣" (%D9%A3, an Arabic-Indic three), "+5" and "5.0" as numbers."""
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    assert_error(server.get(f"{URL}/boards/rating/top?limit={number}"), 400, "invalid_body")
+    assert_error(server.get(f"{URL}/boards/rating/top?offset={number}"), 400, "invalid_body")
+    assert_error(server.get(f"{URL}/boards/rating/players/p1?around={number}"), 400, "invalid_body")
+    assert_error(server.get(f"{URL}/boards/rating/standings/daily:2026-11-28?limit={number}"), 400, "invalid_body")
+    assert_error(server.get(f"{URL}/boards/rating/export?version={number}"), 400, "invalid_body")
+    assert server.get(f"{URL}/boards/rating/top?limit=5&offset=0").status_code == 200
+    assert server.get(f"{URL}/boards/rating/players/p1?around=5").json()["rank"] == 1
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        "daily:%D9%A2%D9%A0%D9%A2%D9%A6-11-28",  # 2026 in Arabic-Indic digits
+        "monthly:%EF%BC%92026-11",  # a fullwidth 2
+        "weekly:2026-W%D9%A48",
+        "daily:2026-11-28%0A",
+        "%20all",
+        "all%20",
+    ],
+)
+def test_a_window_is_taken_exactly(server: SignedClient, game, window: str) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    assert_error(server.get(f"{URL}/boards/rating/top?window={window}"), 404, "unknown_window")
+    assert_error(server.get(f"{URL}/boards/rating/players/p1?window={window}"), 404, "unknown_window")
+    assert server.get(f"{URL}/boards/rating/top?window=daily:2026-11-28").json()["total"] == 1
+
+
+def test_an_optional_query_parameter_sent_empty_is_as_if_not_sent(server: SignedClient, game) -> None:
+    """As DRF reads a query (like a form); the schema says so (allowEmptyValue)."""
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    top = server.get(f"{URL}/boards/rating/top").json()
+    assert server.get(f"{URL}/boards/rating/top?window=&limit=&offset=&cursor=&region=").json() == top
+    player = server.get(f"{URL}/boards/rating/players/p1").json()
+    assert server.get(f"{URL}/boards/rating/players/p1?window=&around=&region=").json() == player
+    assert server.get(f"{URL}/tournaments?state=").json() == server.get(f"{URL}/tournaments").json()
+
+
+# --- each of these was a 500 once ----------------------------------------------------------
 
 
 def test_a_signature_timestamp_too_large_for_a_float_is_a_401(transactional_db) -> None:

@@ -1,4 +1,6 @@
-"""Contract sections 3 and 4 over the API: every status code, and nothing stored on refusal."""
+"""docs/api.md §3.1, §4 over the API: every status code, and nothing stored on refusal. On the path
+users run: the request commits and NOTIFYs, the projector process applies it (tests/projector.py);
+what the boards hold is read after `projected()`."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from boards import index
@@ -15,8 +18,10 @@ from scores.models import Match, PlayerValue, Result
 from scores.services import server_key_revoke
 from tests.conftest import SignedClient, set_keys
 from tests.factories import GameFactory, server_key
+from tests.projector import projected
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+# one Redis, and the cluster with sharded boards; the real projector process
+pytestmark = pytest.mark.usefixtures("topology", "real_projector")
 
 URL = "/api/v1/games/chess/matches"
 
@@ -29,6 +34,13 @@ def a_match(match_id: str = "m-1", **overrides):
     }
     body.update(overrides)
     return body
+
+
+def top_entries(board: str) -> list[tuple[str, int]]:
+    """The board's all-time top as a reader gets it (docs/api.md §5.1): (player, score)."""
+    response = Client().get(f"/api/v1/games/chess/boards/{board}/top", {"window": "all"})
+    assert response.status_code == 200, response.content
+    return [(e["player"], e["score"]) for e in response.json()["entries"]]
 
 
 def assert_error(response, status: int, code: str | None = None) -> dict:
@@ -45,6 +57,7 @@ def test_accepted_match_is_stored_and_mirrored(server: SignedClient, game) -> No
     response = server.post(URL, a_match())
     assert response.status_code == 201
     assert response.json() == {"match_id": "m-1", "status": "accepted", "duplicate": False}
+    projected()
     # every window the board keeps, derived from ended_at in the game's time zone
     windows = set(PlayerValue.objects.values_list("window", flat=True))
     assert windows == {"all", "daily:2026-11-29", "weekly:2026-W48", "monthly:2026-11", "season:s1"}
@@ -63,15 +76,18 @@ def test_same_match_again_is_a_duplicate_that_counts_once(server: SignedClient) 
 
 def test_points_board_total_is_not_doubled_by_a_retry(server: SignedClient) -> None:
     body = a_match(results=[{"player": "p1", "board": "points", "score": 10}])
-    server.post(URL, body)
-    server.post(URL, body)
+    assert server.post(URL, body).status_code == 201
+    assert server.post(URL, body).status_code == 200
+    projected()
     assert PlayerValue.objects.get(window="all").value == 10
+    assert top_entries("points") == [("p1", 10)]  # what a reader sees
 
 
 def test_same_match_id_with_another_body_is_409(server: SignedClient) -> None:
-    server.post(URL, a_match())
+    assert server.post(URL, a_match()).status_code == 201
     other = a_match(results=[{"player": "p42", "board": "rating", "score": 9999}])
     assert_error(server.post(URL, other), 409, "match_conflict")
+    projected()
     assert PlayerValue.objects.get(window="all").value == 1450
 
 
@@ -109,6 +125,7 @@ def test_invalid_match_is_400_and_stores_nothing(server: SignedClient, body, cod
     if "results" in body and body["results"] and len(body["results"]) <= 100:
         body["results"] = [{"player": "ok", "board": "rating", "score": 5}, *body["results"]]
     assert_error(server.post(URL, body), 400, code)
+    projected()
     assert not Match.objects.exists() and not Result.objects.exists() and not PlayerValue.objects.exists()
     # nothing of it reached Redis (nor the cluster's index)
     assert {k.decode() for r in {get_redis(), index.index()} for k in r.scan_iter()} <= {keys.BUILT_MARKER}
@@ -123,8 +140,9 @@ def test_ended_at_more_than_60s_in_future_is_400(server: SignedClient) -> None:
 
 
 def test_not_json_is_400(server: SignedClient) -> None:
-    assert_error(server.post(URL, raw=b"{not json"), 400)
-    assert_error(server.post(URL, raw=b"[1, 2]"), 400)
+    assert_error(server.post(URL, raw=b"{not json"), 400, "invalid_json")
+    assert_error(server.post(URL, raw=b"[1, 2]"), 400, "invalid_body")  # JSON, not a match object
+    assert not Match.objects.exists()
 
 
 def test_oversized_body_is_413(server: SignedClient, settings) -> None:
@@ -132,19 +150,21 @@ def test_oversized_body_is_413(server: SignedClient, settings) -> None:
 
     big = b"{" + b" " * (live.MAX_REQUEST_BODY_BYTES + 1) + b"}"
     assert_error(server.post(URL, raw=big), 413, "payload_too_large")
+    assert not Match.objects.exists()
 
 
-# --- authentication (section 3) -----------------------------------------------------------
+# --- authentication (docs/api.md §3.1) ----------------------------------------------------
 
 
 def test_missing_signature_is_401(server: SignedClient) -> None:
     response = server.client.post(URL, json.dumps(a_match()), content_type="application/json")
-    assert_error(response, 401)
+    assert_error(response, 401, "not_authenticated")
+    assert not Match.objects.exists()
 
 
 def test_wrong_signature_is_401(server: SignedClient) -> None:
     forged = SignedClient(server.key_id, "not-the-secret")
-    assert_error(forged.post(URL, a_match()), 401)
+    assert_error(forged.post(URL, a_match()), 401, "authentication_failed")
     assert not Match.objects.exists()
 
 
@@ -154,11 +174,13 @@ def test_malformed_signature_is_401(server: SignedClient) -> None:
         response = server.client.post(
             URL, body, content_type="application/json", headers={"X-Key-Id": server.key_id, "X-Signature": header}
         )
-        assert_error(response, 401)
+        assert_error(response, 401, "authentication_failed")
+    assert not Match.objects.exists()
 
 
 def test_unknown_key_is_401(server: SignedClient) -> None:
-    assert_error(SignedClient("sk_unknown", server.secret).post(URL, a_match()), 401)
+    assert_error(SignedClient("sk_unknown", server.secret).post(URL, a_match()), 401, "authentication_failed")
+    assert not Match.objects.exists()
 
 
 def test_tampered_body_is_401(server: SignedClient) -> None:
@@ -167,17 +189,26 @@ def test_tampered_body_is_401(server: SignedClient) -> None:
     signed = json.dumps(a_match()).encode()
     sent = json.dumps(a_match(results=[{"player": "p42", "board": "rating", "score": 9999999}])).encode()
     headers = {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "POST", URL, signed)}
-    assert_error(server.client.post(URL, sent, content_type="application/json", headers=headers), 401)
+    assert_error(
+        server.client.post(URL, sent, content_type="application/json", headers=headers), 401, "authentication_failed"
+    )
+    assert not Match.objects.exists()
 
 
-@pytest.mark.parametrize("skew", [-301, 301])
+# Well past the 300 s window on either side: the timestamp is whole seconds, and on a loaded
+# machine the request can reach the server a few seconds after it was signed, so a skew of
+# 301 could land back inside the window.
+@pytest.mark.parametrize("skew", [-330, 330])
 def test_stale_or_future_signature_is_401(server: SignedClient, skew: int) -> None:
     from leaderboard_client.signing import sign
 
     body = json.dumps(a_match()).encode()
     t = int(datetime.now(UTC).timestamp()) + skew
     headers = {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "POST", URL, body, timestamp=t)}
-    assert_error(server.client.post(URL, body, content_type="application/json", headers=headers), 401)
+    assert_error(
+        server.client.post(URL, body, content_type="application/json", headers=headers), 401, "authentication_failed"
+    )
+    assert not Match.objects.exists()
 
 
 def test_signature_covers_the_query_string(server: SignedClient) -> None:
@@ -186,14 +217,14 @@ def test_signature_covers_the_query_string(server: SignedClient) -> None:
     body = json.dumps(a_match()).encode()
     headers = {"X-Key-Id": server.key_id, "X-Signature": sign(server.secret, "POST", URL, body)}
     response = server.client.post(URL + "?x=1", body, content_type="application/json", headers=headers)
-    assert_error(response, 401)
+    assert_error(response, 401, "authentication_failed")
     assert server.post(URL + "?x=1", a_match()).status_code == 201
 
 
 def test_key_of_another_game_is_403(server: SignedClient, game) -> None:
     other = GameFactory(slug="go")
     key, secret = server_key(other)
-    assert_error(SignedClient(key.key_id, secret).post(URL, a_match()), 403)
+    assert_error(SignedClient(key.key_id, secret).post(URL, a_match()), 403, "forbidden")
     assert not Match.objects.exists()
 
 
@@ -201,19 +232,20 @@ def test_revoked_key_is_refused_on_its_next_request(server: SignedClient, game) 
     key = game.server_keys.get(key_id=server.key_id)
     assert server.post(URL, a_match("m-a")).status_code == 201
     server_key_revoke(key=key)
-    assert_error(server.post(URL, a_match("m-b")), 403)
+    assert_error(server.post(URL, a_match("m-b")), 403, "forbidden")
     assert not Match.objects.filter(match_id="m-b").exists()
 
 
 def test_key_without_submit_scope_is_403(game) -> None:
     key, secret = server_key(game, scopes=("moderate",))
-    assert_error(SignedClient(key.key_id, secret).post(URL, a_match()), 403)
+    assert_error(SignedClient(key.key_id, secret).post(URL, a_match()), 403, "forbidden")
+    assert not Match.objects.exists()
 
 
 def test_unknown_game_is_refused_without_storing(server: SignedClient) -> None:
     response = server.post("/api/v1/games/nope/matches", a_match())
-    # the key is chess's: "a key of another game" (contract section 3), before the game is looked up
-    assert_error(response, 403)
+    # the key is chess's: "a key of another game" (docs/api.md §3.1), before the game is looked up
+    assert_error(response, 403, "forbidden")
     assert not Match.objects.exists()
 
 
@@ -230,7 +262,7 @@ def test_secret_is_not_in_the_database(server: SignedClient, game) -> None:
 
 
 def test_batch_each_match_stands_alone(server: SignedClient) -> None:
-    server.post(URL, a_match("m-old"))
+    assert server.post(URL, a_match("m-old")).status_code == 201
     batch = {
         "matches": [
             a_match("m-1"),
@@ -258,33 +290,41 @@ def test_batch_each_match_stands_alone(server: SignedClient) -> None:
     assert results[3]["error"]["code"] == "match_conflict"
     assert "error" not in results[0]
     assert set(Match.objects.values_list("match_id", flat=True)) == {"m-old", "m-1", "m-5"}
+    projected()
+    # on the board: p42 once (m-old and m-1 carry the same result), p5; nothing of the rejected
+    assert top_entries("rating") == [("p42", 1450), ("p5", 10)]
 
 
 def test_batch_with_the_same_match_twice_counts_it_once(server: SignedClient) -> None:
     body = a_match("m-1", results=[{"player": "p1", "board": "points", "score": 7}])
     results = server.post(URL + "/batch", {"matches": [body, body]}).json()["results"]
     assert [(r["status"], r["duplicate"]) for r in results] == [("accepted", False), ("accepted", True)]
+    projected()
     assert PlayerValue.objects.get(window="all").value == 7
 
 
 @pytest.mark.parametrize("body", [{"matches": []}, {"matches": "x"}, {}, {"matches": [a_match()] * 1001}])
 def test_batch_envelope_errors_are_400(server: SignedClient, body) -> None:
-    assert_error(server.post(URL + "/batch", body), 400)
+    assert_error(server.post(URL + "/batch", body), 400, "invalid_body")
     assert not Match.objects.exists()
 
 
 def test_an_invalid_body_under_a_known_match_id_is_400_not_409(server: SignedClient) -> None:
-    server.post(URL, a_match())
+    assert server.post(URL, a_match()).status_code == 201
     bad = a_match(results=[{"player": "p42", "board": "rating", "score": -5}])
     assert_error(server.post(URL, bad), 400, "score_out_of_bounds")
+    projected()
+    assert PlayerValue.objects.get(window="all").value == 1450
 
 
-def test_single_submission_query_count_is_pinned(server: SignedClient, game, settings) -> None:
+def test_single_submission_query_count_is_pinned(server: SignedClient, game) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    settings.PROJECTOR_INLINE = False  # the request alone: the projector applies it later
-    server.post(URL, a_match("warm-up"))  # the server key and game config are now cached in this process
+    # the request alone (the projector process applies it later, its statements not here)
+    assert (
+        server.post(URL, a_match("warm-up")).status_code == 201
+    )  # the server key and game config are now cached in this process
     with CaptureQueriesContext(connection) as ctx:
         better = a_match("m-counted", results=[{"player": "p42", "board": "rating", "score": 1500}])
         assert server.post(URL, better).status_code == 201
@@ -296,3 +336,41 @@ def test_single_submission_query_count_is_pinned(server: SignedClient, game, set
     statements = [q["sql"].split()[0].upper() for q in ctx.captured_queries]
     assert statements == ["BEGIN", "WITH", "COMMIT", "SELECT"], statements
     assert "pg_notify" in ctx.captured_queries[-1]["sql"]
+
+
+def test_unknown_keys_of_a_match_or_a_result_are_ignored(server: SignedClient) -> None:
+    """docs/api.md §4.1: not stored, not part of the body a repeat is compared by, never an error."""
+    body = a_match()
+    body["colour"] = "red"
+    body["results"][0]["subscore"] = {"kills": 3}  # misspelt: dropped
+    assert server.post(URL, body).status_code == 201
+    again = server.post(URL, a_match())
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+    assert list(Result.objects.values_list("subpart", "metadata")) == [(0, None)]
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["one batch", "two requests"])
+def test_a_value_reached_twice_in_one_second_keeps_the_earlier_result(server: SignedClient, together) -> None:
+    """docs/encoding.md, "Time resolution": the order counts whole seconds, but of a player's two
+    results of the same value within one second the earlier holds the entry (its metadata and
+    reached_at), whichever arrived first: here the later one arrives first, and its match_id
+    sorts first too."""
+
+    def match(match_id: str, at: str, replay: str) -> dict:
+        result = {"player": "p42", "board": "rating", "score": 1450, "metadata": {"replay": replay}}
+        return {"match_id": match_id, "ended_at": at, "results": [result]}
+
+    later, earlier = match("A-later", "2026-11-29T18:59:58.500Z", "b"), match("z-earlier", "2026-11-29T18:59:58Z", "a")
+    if together:
+        answer = server.post(URL + "/batch", {"matches": [later, earlier]})
+        assert answer.status_code == 200, answer.content
+        assert [r["status"] for r in answer.json()["results"]] == ["accepted", "accepted"]
+    else:
+        assert server.post(URL, later).status_code == 201
+        projected()
+        assert server.post(URL, earlier).status_code == 201
+    projected()
+    response = Client().get("/api/v1/games/chess/boards/rating/top", {"window": "all"})
+    assert [(e["player"], e["metadata"]) for e in response.json()["entries"]] == [("p42", {"replay": "a"})]
+    reached = set(PlayerValue.objects.filter(board__slug="rating").values_list("reached_at", flat=True))
+    assert reached == {datetime(2026, 11, 29, 18, 59, 58, tzinfo=UTC)}

@@ -36,7 +36,7 @@ def deferred(settings):
 
 def submit(server: SignedClient, match_id: str, results: list[dict], at: str = AT) -> dict:
     response = server.post(URL, {"match_id": match_id, "ended_at": at, "results": results})
-    assert response.status_code == 201, response.content  # every match here is new: 201 (contract section 4)
+    assert response.status_code == 201, response.content  # every match here is new: 201 (docs/api.md §4)
     return response.json()
 
 
@@ -194,7 +194,7 @@ def test_a_void_of_a_match_not_applied_yet_never_counts_it(server, game, deferre
 
 
 def test_a_window_frozen_ahead_of_the_clock_takes_no_later_result(server, game, deferred) -> None:
-    """Contract section 4: a result for a frozen window counts in the windows still open, even
+    """docs/api.md §4: a result for a frozen window counts in the windows still open, even
     when an operator froze a window before it ended (close_windows --now ... --force)."""
     today = timezone.now().date()
     at = datetime(today.year, today.month, today.day, 0, 0, 5, tzinfo=UTC).isoformat()

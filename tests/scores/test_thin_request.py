@@ -1,7 +1,7 @@
 """The thin request for single submissions (scores/api/matches.py): a plainly valid signed JSON
 submission is answered without DRF's request and renderer, every other one the DRF way, and
 the two give the same answer: status, body bytes and headers, for accepted, held, duplicate,
-conflict and every kind of 400 (contract section 4)."""
+conflict and every kind of 400 (docs/api.md §4)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 from django.db import connection
 
@@ -15,7 +16,10 @@ from seasons.models import WindowFreeze
 from seasons.tasks import close_windows
 from tests.seasons.conftest import AFTER_GRACE, DAY
 
+pytestmark = pytest.mark.usefixtures("real_projector")
 
+
+@pytest.mark.inline_projection("about the close job running in a Celery worker, not about how results arrive")
 def test_a_real_worker_runs_the_close_job(day) -> None:
     db = connection.settings_dict
     env = {

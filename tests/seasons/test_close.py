@@ -1,4 +1,5 @@
-"""Closing windows and frozen standings (contract section 10)."""
+"""Closing windows and frozen standings (docs/api.md §10), over results the real projector process
+applied (tests/projector.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection
@@ -21,8 +23,11 @@ from seasons import services
 from seasons.models import StandingChange, WindowClose, WindowFreeze
 from tests.boards.conftest import URL, submit
 from tests.conftest import SignedClient
+from tests.projector import projected
 from tests.scores.test_ingest_api import assert_error
 from tests.seasons.conftest import AFTER_GRACE, DAY
+
+pytestmark = pytest.mark.usefixtures("real_projector")
 
 
 def standings(window: str, **params) -> dict:
@@ -100,6 +105,7 @@ def test_a_late_result_for_a_frozen_window_counts_in_the_open_ones(day, game) ->
     response = day.post(URL + "/matches", body)
     assert response.status_code == 201
     assert response.json()["missed_windows"] == [f"daily:{DAY}"]
+    projected()
     windows = set(PlayerValue.objects.filter(player__external_id="late").values_list("window", flat=True))
     assert f"daily:{DAY}" not in windows and {"all", "weekly:2026-W48", "monthly:2026-11", "season:s1"} <= windows
     assert standings(f"daily:{DAY}")["total"] == 10
@@ -119,6 +125,14 @@ def test_refreeze_keeps_every_version_and_records_who_moved(day, game) -> None:
     assert WindowFreeze.objects.filter(board_id=board.id, window=f"daily:{DAY}").count() == 2
     latest = standings(f"daily:{DAY}")
     assert latest["version"] == 2 and latest["total"] == 9 and latest["entries"][0]["player"] == "p0"
+    # the earlier version stays readable (docs/api.md §10), as it was frozen
+    first = standings(f"daily:{DAY}", version=1)
+    assert first["version"] == 1 and first["total"] == 10 and first["entries"][0]["player"] == "early"
+    assert standings(f"daily:{DAY}", version=2) == latest
+    missing = Client().get(URL + f"/boards/rating/standings/daily:{DAY}", {"version": 3})
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_version"
+    bad = Client().get(URL + f"/boards/rating/standings/daily:{DAY}", {"version": 0})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_body"
     moves = {c.player.external_id: (c.old_rank, c.new_rank) for c in StandingChange.objects.select_related("player")}
     assert moves["early"] == (1, None)
     assert moves["p0"] == (2, 1) and moves["p8"] == (10, 9)
@@ -149,12 +163,12 @@ def test_season_close_waits_for_held_matches_in_its_top(server: SignedClient, ga
 
 def test_standings_endpoint_errors_and_paging(day) -> None:
     assert_error(Client().get(URL + "/boards/rating/standings/daily"), 404, "unknown_window")
-    assert_error(Client().get(URL + "/boards/rating/standings/yearly:2026"), 404)
+    assert_error(Client().get(URL + "/boards/rating/standings/yearly:2026"), 404, "unknown_window")
     assert_error(Client().get(URL + "/boards/nope/standings/daily:2026-11-27"), 404, "unknown_board")
     services.windows_close(now=AFTER_GRACE)
     page = standings(f"daily:{DAY}", limit=3, offset=2)
     assert [e["position"] for e in page["entries"]] == [3, 4, 5]
-    assert_error(Client().get(URL + f"/boards/rating/standings/daily:{DAY}", {"limit": 0}), 400)
+    assert_error(Client().get(URL + f"/boards/rating/standings/daily:{DAY}", {"limit": 0}), 400, "invalid_body")
 
 
 def test_admin_exports_standings_as_csv(day) -> None:

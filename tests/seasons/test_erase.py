@@ -1,5 +1,5 @@
 """Deleting a player in the admin used to cascade through results, values and frozen
-standings behind the boards' back (issue 12, item 1). Scored rows are protected now; a
+standings behind the boards' back (docs/reliability.md, erasing a player). Scored rows are protected now; a
 player leaves through an erasure that voids their matches the normal way."""
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from seasons.models import FrozenStanding, WindowFreeze
 from tests.boards.conftest import URL, player_client, submit
 from tests.conftest import SignedClient
 from tests.seasons.conftest import AFTER_GRACE, DAY
+
+pytestmark = pytest.mark.usefixtures("real_projector")  # the results reach the boards as users' do
 
 
 @pytest.fixture

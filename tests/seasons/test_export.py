@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -17,6 +18,8 @@ from tests.conftest import SignedClient
 from tests.factories import server_key
 from tests.scores.test_ingest_api import assert_error
 from tests.seasons.conftest import AFTER_GRACE, DAY
+
+pytestmark = pytest.mark.usefixtures("real_projector")  # the results reach the boards as users' do
 
 
 def rows(response) -> list[dict[str, str]]:
@@ -50,21 +53,23 @@ def test_the_export_follows_a_correction_and_keeps_every_version(day: SignedClie
     assert latest[0]["player"] == "p0" and {r["version"] for r in latest} == {"2"} and len(latest) == 9
     first = rows(day.get(URL + f"/boards/rating/export?window=daily:{DAY}&version=1"))
     assert first[0]["player"] == "early" and len(first) == 10
-    assert_error(day.get(URL + f"/boards/rating/export?window=daily:{DAY}&version=3"), 404)
+    assert_error(day.get(URL + f"/boards/rating/export?window=daily:{DAY}&version=3"), 404, "unknown_version")
     assert board is not None
 
 
 def test_the_export_needs_a_signature_of_the_game(day: SignedClient, game) -> None:
-    assert_error(Client().get(URL + "/boards/rating/export?window=all"), 401)
+    assert_error(Client().get(URL + "/boards/rating/export?window=all"), 401, "not_authenticated")
     from tests.factories import GameFactory
 
     other_key, other_secret = server_key(GameFactory(slug="other"))
-    assert_error(SignedClient(other_key.key_id, other_secret).get(URL + "/boards/rating/export?window=all"), 403)
+    assert_error(
+        SignedClient(other_key.key_id, other_secret).get(URL + "/boards/rating/export?window=all"), 403, "forbidden"
+    )
     moderate_key, secret = server_key(game, scopes=("moderate",))
     assert rows(SignedClient(moderate_key.key_id, secret).get(URL + "/boards/rating/export?window=all"))
-    assert_error(day.get(URL + "/boards/nope/export?window=all"), 404)
-    assert_error(day.get(URL + "/boards/rating/export?window=hourly"), 404)
-    assert_error(day.get(URL + "/boards/rating/export?window=season:nope"), 404)
+    assert_error(day.get(URL + "/boards/nope/export?window=all"), 404, "unknown_board")
+    assert_error(day.get(URL + "/boards/rating/export?window=hourly"), 404, "unknown_window")
+    assert_error(day.get(URL + "/boards/rating/export?window=season:nope"), 404, "unknown_window")
     assert rows(day.get(URL + "/boards/rating/export?window=weekly:1999-W01")) == []  # a window nobody played
 
 

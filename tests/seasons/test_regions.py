@@ -1,4 +1,5 @@
-"""Regional boards: one board per region, rolling over at the region's own midnight."""
+"""Regional boards: one board per region, rolling over at the region's own midnight; results
+applied by the real projector process (tests/projector.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from seasons import services
 from seasons.models import WindowFreeze
 from tests.conftest import SignedClient
 from tests.factories import server_key
+from tests.projector import projected
 from tests.scores.test_ingest_api import assert_error
+
+pytestmark = pytest.mark.usefixtures("real_projector")
 
 CONFIG = """
 [game]
@@ -68,7 +72,10 @@ def world(transactional_db, tmp_path: Path) -> SignedClient:
 
 
 def post(server: SignedClient, match_id: str, results: list[dict], at: str = LATE_EVENING):
-    return server.post(URL + "/matches", {"match_id": match_id, "ended_at": at, "results": results})
+    """Submits one match; returns its answer once what it stored is on the boards."""
+    response = server.post(URL + "/matches", {"match_id": match_id, "ended_at": at, "results": results})
+    projected(f"match {match_id} on the boards")
+    return response
 
 
 def top(board: str = "rating", **params) -> dict:
@@ -91,7 +98,7 @@ def test_a_result_counts_on_the_global_board_and_its_regions_board(world) -> Non
 
 
 def test_a_players_region_is_fixed_for_the_season(world) -> None:
-    post(world, "m1", [{"player": "ana", "board": "rating", "score": 10, "region": "eu"}])
+    assert post(world, "m1", [{"player": "ana", "board": "rating", "score": 10, "region": "eu"}]).status_code == 201
     moved = post(world, "m2", [{"player": "ana", "board": "rating", "score": 99, "region": "us"}])
     assert_error(moved, 400, "region_changed")
     assert not Match.objects.filter(match_id="m2").exists()
@@ -129,13 +136,18 @@ def test_a_batch_refuses_only_the_match_that_moves_a_player(world) -> None:
             },
         ]
     }
-    results = world.post(URL + "/matches/batch", batch).json()["results"]
+    response = world.post(URL + "/matches/batch", batch)
+    assert response.status_code == 200
+    results = response.json()["results"]
     assert [r["status"] for r in results] == ["accepted", "rejected", "accepted"]
     assert results[1]["error"]["code"] == "region_changed"
+    projected()
+    assert [(e["player"], e["score"]) for e in top(region="eu")["entries"]] == [("ana", 1)]
+    assert [(e["player"], e["score"]) for e in top("plain")["entries"]] == [("bob", 3)]
 
 
 def test_regional_windows_close_at_the_regions_midnight(world) -> None:
-    post(world, "m1", [{"player": "ana", "board": "rating", "score": 10, "region": "eu"}])
+    assert post(world, "m1", [{"player": "ana", "board": "rating", "score": 10, "region": "eu"}]).status_code == 201
     paris_midnight_plus_grace = datetime(2026, 11, 28, 23, 5, tzinfo=UTC)  # 00:05 on the 29th in Paris
     report = services.windows_close(now=paris_midnight_plus_grace)
     assert "world/rating eu/daily:2026-11-28" in report.frozen

@@ -1,4 +1,4 @@
-// Typed errors: one class per contract error code, under one class per HTTP status (as the
+// Typed errors: one class per error code (docs/api.md §14), under one class per HTTP status (as the
 // Python client, clients/python/src/leaderboard_client/errors.py).
 
 export class LeaderboardError extends Error {
@@ -59,6 +59,7 @@ export class RegionChanged extends BadRequest { static override code = "region_c
 export class NotInTournament extends BadRequest { static override code = "not_in_tournament"; }
 export class TournamentClosed extends BadRequest { static override code = "tournament_closed"; }
 export class NoAttemptsLeft extends BadRequest { static override code = "no_attempts_left"; }
+export class InvalidQuery extends BadRequest { static override code = "invalid_query"; }
 export class NotAuthenticated extends Unauthorized { static override code = "not_authenticated"; }
 export class AuthenticationFailed extends Unauthorized { static override code = "authentication_failed"; }
 export class UnknownGame extends NotFound { static override code = "unknown_game"; }
@@ -70,11 +71,12 @@ export class UnknownWindow extends NotFound { static override code = "unknown_wi
 export class NotFrozen extends NotFound { static override code = "not_frozen"; }
 export class UnknownVersion extends NotFound { static override code = "unknown_version"; }
 export class UnknownMatch extends NotFound { static override code = "unknown_match"; }
+export class UnknownGroup extends NotFound { static override code = "unknown_group"; }
 export class MatchConflict extends Conflict { static override code = "match_conflict"; }
 export class MatchVoided extends Conflict { static override code = "match_voided"; }
 export class TournamentFull extends Conflict { static override code = "tournament_full"; }
 export class TournamentEnded extends Conflict { static override code = "tournament_ended"; }
-/** Contract 13.2: nothing was stored; the same body with the same match_id is safe to retry. */
+/** docs/api.md §4.5: nothing was stored; the same body with the same match_id is safe to retry. */
 export class Overloaded extends ServiceUnavailable { static override code = "overloaded"; }
 export class DatabaseUnavailable extends ServiceUnavailable { static override code = "database_unavailable"; }
 
@@ -84,13 +86,13 @@ const STATUS_CLASSES: (typeof ApiError)[] = [
 ];
 const CODE_CLASSES: (typeof ApiError)[] = [
   InvalidJson, InvalidBody, InvalidMatch, InvalidMatchId, InvalidPlayer, EndedAtInFuture, ScoreOutOfBounds,
-  InvalidCursor, RuleRejected, RegionChanged, NotInTournament, TournamentClosed, NoAttemptsLeft, NotAuthenticated,
-  AuthenticationFailed, UnknownGame, UnknownBoard, UnknownRegion, UnknownPlayer, UnknownWindow, NotFrozen,
-  UnknownVersion, UnknownMatch, MatchConflict, MatchVoided, TournamentFull, TournamentEnded, Overloaded,
+  InvalidCursor, RuleRejected, RegionChanged, NotInTournament, TournamentClosed, NoAttemptsLeft, InvalidQuery,
+  NotAuthenticated, AuthenticationFailed, UnknownGame, UnknownBoard, UnknownRegion, UnknownPlayer, UnknownWindow,
+  NotFrozen, UnknownVersion, UnknownMatch, UnknownGroup, MatchConflict, MatchVoided, TournamentFull, TournamentEnded, Overloaded,
   DatabaseUnavailable,
 ];
 
-/** Every contract code's class (a status class's own code names it too). */
+/** Every error code's class (docs/api.md §14) (a status class's own code names it too). */
 export const ERROR_CODES: ReadonlyMap<string, typeof ApiError> = new Map([
   ...STATUS_CLASSES.map((c) => [c.code, c] as const),
   ...CODE_CLASSES.map((c) => [c.code, c] as const),

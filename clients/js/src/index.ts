@@ -6,7 +6,7 @@ import { ApiError, LeaderboardError, TransportError, errorFor } from "./errors.j
 
 export * from "./errors.js";
 
-// --- signing (contract section 3) ---------------------------------------------------------
+// --- signing (docs/api.md §3.1) ---------------------------------------------------------
 
 const encoder = new TextEncoder();
 
@@ -68,16 +68,22 @@ export interface Submitted {
   error?: ApiError;
 }
 
-export interface Entry { rank: number; player: string; display_name: string | null; score: number; metadata?: unknown }
+export interface Entry {
+  rank: number; player: string; display_name: string | null; score: number; metadata?: unknown;
+  /** only on boards that declare sub-scores (docs/api.md §2.3) */
+  subscores?: Record<string, number>;
+}
 export interface Top { game: string; board: string; window: string; total: number; entries: Entry[]; next_cursor?: string | null }
 export interface Standing {
   player: string; rank: number | null; score: number | null; total: number; percentile: number | null;
   around: Entry[]; window: string; display_name?: string | null; rank_exact: boolean; rank_error?: number;
+  subscores?: Record<string, number>;
 }
 export interface FriendEntry extends Entry { board_rank: number }
 export interface Friends { player: string; window: string; entries: FriendEntry[] }
 export interface FrozenEntry extends Entry { position: number }
-export interface Standings { game: string; board: string; window: string; version: number; frozen_at: string; total: number; entries: FrozenEntry[] }
+// group: only on a league group's standings (standings(..., { group })), version then the group's own
+export interface Standings { game: string; board: string; window: string; version: number; frozen_at: string; total: number; entries: FrozenEntry[]; group?: string }
 export interface Histogram { window: string; total: number; refreshed_at: string | null; buckets: { min: number; max: number; count: number }[] }
 export interface PlayerToken { player: string; token: string; expires_at: string }
 
@@ -227,15 +233,17 @@ export class Client {
     return this.call<Friends>("GET", this.path(["boards", board, "players", player, "friends"], { window: q.window ?? "all", region: q.region }), { token: q.token });
   }
 
-  async standings(board: string, window: string, q: { limit?: number; offset?: number; region?: string; version?: number } = {}): Promise<Standings> {
-    return this.call<Standings>("GET", this.path(["boards", board, "standings", window], { limit: q.limit ?? 100, offset: q.offset ?? 0, region: q.region, version: q.version }));
+  // group: a league group's own frozen standings in a season window (the league read's `group`,
+  // docs/competitions.md "Leagues"); UnknownGroup if none is frozen there
+  async standings(board: string, window: string, q: { limit?: number; offset?: number; region?: string; version?: number; group?: string } = {}): Promise<Standings> {
+    return this.call<Standings>("GET", this.path(["boards", board, "standings", window], { limit: q.limit ?? 100, offset: q.offset ?? 0, region: q.region, version: q.version, group: q.group }));
   }
 
   async histogram(board: string, q: { window?: string; region?: string } = {}): Promise<Histogram> {
     return this.call<Histogram>("GET", this.path(["boards", board, "histogram"], { window: q.window ?? "all", region: q.region }), { signed: false });
   }
 
-  /** The board's live messages (contract section 9); see live(). */
+  /** The board's live messages (docs/api.md §9); see live(). */
   live(board: string, opts: LiveOptions = {}): AsyncIterable<LiveMessage> {
     return live(this.baseUrl, this.game, board, { retry: this.retry, ...opts });
   }
@@ -364,7 +372,7 @@ export class Batcher {
 
 export type LiveMessage =
   | { type: "top"; window: string; entries: Entry[] }
-  | { type: "rank"; rank: number | null; score: number | null }
+  | { type: "rank"; rank: number | null; score: number | null; subscores?: Record<string, number> }
   | { type: "passed"; by: { player: string; display_name: string | null }; rank: number | null };
 
 export interface LiveOptions {

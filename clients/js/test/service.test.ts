@@ -1,4 +1,4 @@
-// Every answer of the contract mapped to its type or error, against the real service.
+// Every answer of docs/api.md mapped to its type or error, against the real service.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -38,7 +38,19 @@ test("a batch answers each match in order", { skip }, async () => {
   assert.ok(answers[1].error instanceof lb.ScoreOutOfBounds);
 });
 
-test("reads answer the contract's shapes; a token reads as its player only", { skip }, async () => {
+test("reads carry the sub-scores of a board that declares them", { skip }, async () => {
+  const c = client();
+  const id = uid();
+  const [a, b] = [`${id}-a`, `${id}-b`];
+  await c.submit(lb.newMatch([{ player: a, board: "arena", score: 90, subscores: { kills: 3 } },
+    { player: b, board: "arena", score: 90, subscores: { kills: 7 } }], { endedAt: past() }));
+  const mine = (await c.top("arena", { limit: 100 })).entries.filter((e) => e.player === a || e.player === b);
+  assert.deepEqual(mine.map((e) => [e.player, e.subscores]), [[b, { kills: 7 }], [a, { kills: 3 }]]); // more kills first
+  assert.deepEqual((await c.player("arena", a)).subscores, { kills: 3 });
+  assert.ok((await c.top("rating")).entries.every((e) => e.subscores === undefined)); // a board without them
+});
+
+test("reads answer the shapes of docs/api.md §5; a token reads as its player only", { skip }, async () => {
   const c = client();
   const id = uid();
   const [a, b] = [`${id}-a`, `${id}-b`];
@@ -65,6 +77,15 @@ test("reads answer the contract's shapes; a token reads as its player only", { s
   await assert.rejects(c.standings("rating", "daily:" + new Date().toISOString().slice(0, 10)), lb.NotFrozen);
 });
 
+test("a league group's standings read sends the group (docs/api.md §10)", { skip }, async () => {
+  // this game has no league, so no window has a frozen group: unknown_group, where the same read
+  // without it is not_frozen
+  const c = client();
+  await assert.rejects(c.standings("rating", "daily:2026-11-28"), lb.NotFrozen);
+  await assert.rejects(c.standings("rating", "daily:2026-11-28", { group: "1", limit: 10 }),
+    (e: unknown) => e instanceof lb.UnknownGroup && e instanceof lb.NotFound && e.status === 404 && e.code === "unknown_group");
+});
+
 test("every code has its class", () => {
   for (const [code, cls] of lb.ERROR_CODES) {
     const e = lb.errorFor(418, code, "m");
@@ -74,7 +95,7 @@ test("every code has its class", () => {
   assert.ok(lb.errorFor(503, "something_new", "m") instanceof lb.ServiceUnavailable);
 });
 
-test("the signature is contract section 3's", async () => {
+test("the signature is docs/api.md §3.1's", async () => {
   // HMAC-SHA256("s", "1.GET./p.") computed independently with node:crypto
   const { createHmac } = await import("node:crypto");
   const expected = createHmac("sha256", "s").update("1.GET./p.").digest("hex");

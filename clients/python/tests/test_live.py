@@ -63,7 +63,7 @@ def test_an_unknown_board_is_refused_with_not_found(url, game) -> None:
         asyncio.run(asyncio.wait_for(run(), DEADLINE))
 
 
-def test_the_live_url_is_the_contracts() -> None:
+def test_the_live_url_is_the_documented_one() -> None:
     assert (
         lb.live_url("https://lb.example.com/", "chess", "rating", window="daily", token="t")
         == "wss://lb.example.com/ws/games/chess/boards/rating/?window=daily&token=t"

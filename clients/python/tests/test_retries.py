@@ -1,7 +1,7 @@
 """Retries stay idempotent: the same bytes (the same match_id) are sent again, and the service
 counts the match once. The misbehaviour comes from a loopback proxy in front of the real service
 (misbehaving.py): the service itself does not drop answers on cue, nor answer 503 `overloaded`
-on demand (contract 13.2)."""
+on demand (docs/api.md §4.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every answer of the contract mapped to its type or exception, against the real service
+"""Every answer of docs/api.md mapped to its type or exception, against the real service
 (conftest.py says which). Each test uses ids of its own: the runs share one database."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_ended_at_in_the_future_and_a_bad_match_id(client: Client, uid: str) -> 
     with pytest.raises(lb.EndedAtInFuture):
         client.submit(Match.new([Result(uid, "rating", 1)], ended_at=datetime.now(UTC) + timedelta(hours=1)))
     with pytest.raises(lb.BadRequest) as err:
-        client.submit(Match(f" {uid}", past(), [Result(uid, "rating", 1)]))  # leading space: contract 12
+        client.submit(Match(f" {uid}", past(), [Result(uid, "rating", 1)]))  # leading space: docs/api.md §1.1
     assert err.value.status == 400
 
 
@@ -98,6 +98,21 @@ def test_reads_answer_their_types(client: Client, uid: str) -> None:
     assert isinstance(histogram, lb.Histogram) and all(isinstance(x, lb.Bucket) for x in histogram.buckets)
 
 
+def test_reads_carry_the_subscores_of_a_board_that_declares_them(client: Client, uid: str) -> None:
+    a, b = f"{uid}-a", f"{uid}-b"
+    client.submit(Match.new([Result(a, "arena", 90, subscores={"kills": 3}), Result(b, "arena", 90, subscores={"kills": 7})],
+                            ended_at=past()))  # fmt: skip
+    mine = [e for e in client.top("arena", limit=100).entries if e.player in (a, b)]
+    assert [(e.player, e.subscores) for e in mine] == [(b, {"kills": 7}), (a, {"kills": 3})]  # more kills first
+    assert client.player("arena", a).subscores == {"kills": 3}
+    assert client.set_friends(a, [b]) == [b]
+    assert [(f.player, f.subscores) for f in client.friends("arena", a).entries] == [
+        (b, {"kills": 7}),
+        (a, {"kills": 3}),
+    ]
+    assert all(e.subscores is None for e in client.top("rating").entries)  # a board without them
+
+
 def test_a_player_token_reads_as_that_player_and_no_other(client: Client, url: str, game: str, uid: str) -> None:
     a, b = f"{uid}-a", f"{uid}-b"
     client.submit(Match.new([Result(a, "rating", 3), Result(b, "rating", 4)], ended_at=past()))
@@ -128,6 +143,24 @@ def test_unknown_things_are_their_not_found(client: Client, url: str, uid: str) 
         other.top("rating")
     with pytest.raises(lb.NotFrozen):
         client.standings("rating", "daily:" + datetime.now(UTC).date().isoformat())
+
+
+def test_a_league_groups_standings_read_sends_the_group(client: Client, url: str, game: str, creds) -> None:
+    # docs/api.md §10: `group=` reads a league group's frozen standings; this game has no league, so
+    # no window has a frozen group: unknown_group, where the same read without it is not_frozen
+    window = "daily:2026-11-28"
+    with pytest.raises(lb.NotFrozen):
+        client.standings("rating", window)
+    with pytest.raises(lb.UnknownGroup) as err:
+        client.standings("rating", window, group="1")
+    assert isinstance(err.value, lb.NotFound) and err.value.status == 404 and err.value.code == "unknown_group"
+
+    async def aio() -> None:
+        async with lb.AsyncClient(url, game, **creds) as other:
+            with pytest.raises(lb.UnknownGroup):
+                await other.standings("rating", window, group="1", limit=10)
+
+    asyncio.run(aio())
 
 
 def test_every_code_has_its_class() -> None:

@@ -29,7 +29,7 @@ from leaderboard_client.types import (
     Top,
 )
 
-BATCH_LIMIT = 1000  # matches per batch request (contract section 4)
+BATCH_LIMIT = 1000  # matches per batch request (docs/api.md §4)
 T = TypeVar("T")
 
 
@@ -38,7 +38,7 @@ class RetryPolicy:
     """When and how long to wait before sending the same request again.
 
     Retried: no answer (refused, dropped, timed out) and the statuses below, with the same body,
-    hence the same match_id (the service counts a match once, contract section 4). A
+    hence the same match_id (the service counts a match once, docs/api.md §4). A
     `Retry-After` is waited out (plus up to 10 % jitter); without one, full-jitter exponential
     backoff. A `Retry-After` longer than `max_retry_after` is not waited: the error is raised."""
 
@@ -122,7 +122,7 @@ def _json(value: Any) -> bytes:
 
 
 class Api:
-    """The contract's calls for one game, as Call values."""
+    """The calls of docs/api.md for one game, as Call values."""
 
     def __init__(self, game: str) -> None:
         self.game = game
@@ -155,9 +155,9 @@ class Api:
         return Call("GET", path, b"", lambda _s, d: Friends.from_json(d), token=token)
 
     def standings(self, board: str, window: str, *, limit: int, offset: int, region: str | None,
-                  version: int | None) -> Call:  # fmt: skip
+                  version: int | None, group: str | None) -> Call:  # fmt: skip
         path = self._path("boards", board, "standings", window, limit=limit, offset=offset, region=region,
-                          version=version)  # fmt: skip
+                          version=version, group=group)  # fmt: skip
         return Call("GET", path, b"", lambda _s, d: Standings.from_json(d))
 
     def histogram(self, board: str, *, window: str, region: str | None) -> Call:

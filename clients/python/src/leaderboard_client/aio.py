@@ -99,9 +99,10 @@ class AsyncClient:
         return await self.call(self._api.friends(board, player, window=window, region=region, token=token))
 
     async def standings(self, board: str, window: str, *, limit: int = 100, offset: int = 0,
-                        region: str | None = None, version: int | None = None) -> Standings:  # fmt: skip
+                        region: str | None = None, version: int | None = None,
+                        group: str | None = None) -> Standings:  # fmt: skip
         return await self.call(
-            self._api.standings(board, window, limit=limit, offset=offset, region=region, version=version)
+            self._api.standings(board, window, limit=limit, offset=offset, region=region, version=version, group=group)
         )
 
     async def histogram(self, board: str, *, window: str = "all", region: str | None = None) -> Histogram:

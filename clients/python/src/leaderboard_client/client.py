@@ -70,7 +70,7 @@ class Client:
 
     def submit(self, match: Match) -> Submitted:
         """Submit one match: Submitted(status="accepted" | "held", duplicate=...). Raises the
-        contract's error (InvalidMatch, ScoreOutOfBounds, MatchConflict...) when refused."""
+        error of docs/api.md §14 (InvalidMatch, ScoreOutOfBounds, MatchConflict...) when refused."""
         return self.call(self._api.submit(match))
 
     def submit_batch(self, matches: Iterable[Match]) -> list[Submitted]:
@@ -89,7 +89,7 @@ class Client:
         return self.call(self._api.set_friends(player, friends))
 
     def player_token(self, player: str) -> PlayerToken:
-        """A new bearer token for the player's game client (contract section 7)."""
+        """A new bearer token for the player's game client (docs/api.md §3.2)."""
         return self.call(self._api.player_token(player))
 
     # --- reads ------------------------------------------------------------------------------
@@ -108,9 +108,14 @@ class Client:
         return self.call(self._api.friends(board, player, window=window, region=region, token=token))
 
     def standings(self, board: str, window: str, *, limit: int = 100, offset: int = 0, region: str | None = None,
-                  version: int | None = None) -> Standings:  # fmt: skip
-        """A window's frozen standings (`daily:2026-11-29`, `season:s1`...); NotFrozen until then."""
-        return self.call(self._api.standings(board, window, limit=limit, offset=offset, region=region, version=version))
+                  version: int | None = None, group: str | None = None) -> Standings:  # fmt: skip
+        """A window's frozen standings (`daily:2026-11-29`, `season:s1`...); NotFrozen until then.
+        `group`: a league group's own frozen standings in a season window (the `group` of the
+        league read, docs/competitions.md "Leagues"); UnknownGroup if none is frozen there."""
+        call = self._api.standings(
+            board, window, limit=limit, offset=offset, region=region, version=version, group=group
+        )
+        return self.call(call)
 
     def histogram(self, board: str, *, window: str = "all", region: str | None = None) -> Histogram:
         return self.call(self._api.histogram(board, window=window, region=region))

@@ -1,4 +1,4 @@
-"""Typed errors: one class per error code of the contract (`{"error": {"code", "message"}}`),
+"""Typed errors: one class per error code of docs/api.md §14 (`{"error": {"code", "message"}}`),
 under one class per HTTP status, so callers catch as narrowly as they need:
 
     except MatchConflict: ...     # this code only
@@ -20,8 +20,8 @@ class TransportError(LeaderboardError):
 
 
 class ApiError(LeaderboardError):
-    """An answer with the contract's error body. `status` is the HTTP status, `code` the
-    contract's code, `retry_after` the seconds of a Retry-After header (None without one)."""
+    """An answer with the error body of docs/api.md §14. `status` is the HTTP status, `code` the
+    error code, `retry_after` the seconds of a Retry-After header (None without one)."""
 
     status: int = 0
     code: str = "error"
@@ -112,7 +112,7 @@ class ServiceUnavailable(ApiError):
     code = "unavailable"
 
 
-# --- by code (contract sections 3-13) -------------------------------------------------------
+# --- by code (docs/api.md §14) ---------------------------------------------------------------
 
 
 class InvalidJson(BadRequest):
@@ -144,7 +144,7 @@ class ScoreOutOfBounds(BadRequest):
 
 
 class InvalidCursor(BadRequest):
-    """A `top` cursor that is not one the service gave, or sent with an offset (contract 13.4)."""
+    """A `top` cursor that is not one the service gave, or sent with an offset (docs/api.md §5.3)."""
 
     code = "invalid_cursor"
 
@@ -169,6 +169,12 @@ class TournamentClosed(BadRequest):
 
 class NoAttemptsLeft(BadRequest):
     code = "no_attempts_left"
+
+
+class InvalidQuery(BadRequest):
+    """A query parameter's value the read does not take (docs/api.md §10, §12.1)."""
+
+    code = "invalid_query"
 
 
 class NotAuthenticated(Unauthorized):
@@ -204,7 +210,7 @@ class UnknownWindow(NotFound):
 
 
 class NotFrozen(NotFound):
-    """The standings of that window are not frozen yet (contract section 10)."""
+    """The standings of that window are not frozen yet (docs/api.md §10)."""
 
     code = "not_frozen"
 
@@ -217,8 +223,14 @@ class UnknownMatch(NotFound):
     code = "unknown_match"
 
 
+class UnknownGroup(NotFound):
+    """No such league group frozen in that season window (docs/api.md §10)."""
+
+    code = "unknown_group"
+
+
 class MatchConflict(Conflict):
-    """The match_id was stored with another body (contract section 4)."""
+    """The match_id was stored with another body (docs/api.md §4)."""
 
     code = "match_conflict"
 
@@ -236,7 +248,7 @@ class TournamentEnded(Conflict):
 
 
 class Overloaded(ServiceUnavailable):
-    """Contract 13.2: nothing was stored; the same body with the same match_id is safe to retry."""
+    """docs/api.md §4.5: nothing was stored; the same body with the same match_id is safe to retry."""
 
     code = "overloaded"
 

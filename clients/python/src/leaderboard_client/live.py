@@ -1,4 +1,4 @@
-"""The live board (contract section 9) over a websocket: typed messages, reconnecting after a
+"""The live board (docs/api.md §9) over a websocket: typed messages, reconnecting after a
 dropped connection (backoff with jitter) and when a relative window ends (close code 4000);
 a refusal (bad token 4401, another game's token 4403, unknown board 4404, a refused origin)
 raises the matching error instead."""

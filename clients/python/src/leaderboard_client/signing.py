@@ -1,4 +1,4 @@
-"""Request signing (contract section 3): the one implementation on the client side.
+"""Request signing (docs/api.md §3.1): the one implementation on the client side.
 
 Every request from a game server carries `X-Key-Id` and
 `X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<METHOD>.<path>.<body>")>`,

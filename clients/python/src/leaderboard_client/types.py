@@ -1,5 +1,5 @@
-"""What the client sends and what it answers, as typed, immutable values (contract sections
-4, 5, 7, 9, 10). Every answer keeps the JSON it came from in `raw`, so a field the service adds
+"""What the client sends and what it answers, as typed, immutable values (docs/api.md
+§3.2, §4, §5, §9, §10). Every answer keeps the JSON it came from in `raw`, so a field the service adds
 later is there before this package names it."""
 
 from __future__ import annotations
@@ -103,10 +103,11 @@ class Entry:
     score: int
     metadata: JSON | None = None
     raw: JSON = field(default_factory=dict, compare=False, repr=False)
+    subscores: dict[str, int] | None = None  # only on boards that declare sub-scores (docs/api.md §2.3)
 
     @classmethod
     def from_json(cls, d: JSON) -> Entry:
-        return cls(d["rank"], d["player"], d.get("display_name"), d["score"], d.get("metadata"), d)
+        return cls(d["rank"], d["player"], d.get("display_name"), d["score"], d.get("metadata"), d, d.get("subscores"))
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class Top:
 
 @dataclass(frozen=True)
 class Standing:
-    """A player's place on a board window (contract section 5): rank and score are None for a
+    """A player's place on a board window (docs/api.md §5): rank and score are None for a
     known player without a score there."""
 
     player: str
@@ -141,12 +142,14 @@ class Standing:
     rank_exact: bool = True
     rank_error: int | None = None
     raw: JSON = field(default_factory=dict, compare=False, repr=False)
+    subscores: dict[str, int] | None = None  # the player's own, on boards that declare sub-scores
 
     @classmethod
     def from_json(cls, d: JSON) -> Standing:
         return cls(d["player"], d.get("rank"), d.get("score"), d["total"], d.get("percentile"),
                    tuple(Entry.from_json(e) for e in d.get("around", [])), d.get("window", ""),
-                   d.get("display_name"), d.get("rank_exact", True), d.get("rank_error"), d)  # fmt: skip
+                   d.get("display_name"), d.get("rank_exact", True), d.get("rank_error"), d,
+                   d.get("subscores"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -157,10 +160,11 @@ class FriendEntry:
     display_name: str | None
     score: int
     raw: JSON = field(default_factory=dict, compare=False, repr=False)
+    subscores: dict[str, int] | None = None  # only on boards that declare sub-scores
 
     @classmethod
     def from_json(cls, d: JSON) -> FriendEntry:
-        return cls(d["rank"], d["board_rank"], d["player"], d.get("display_name"), d["score"], d)
+        return cls(d["rank"], d["board_rank"], d["player"], d.get("display_name"), d["score"], d, d.get("subscores"))
 
 
 @dataclass(frozen=True)
@@ -183,15 +187,17 @@ class FrozenEntry:
     display_name: str | None
     score: int
     raw: JSON = field(default_factory=dict, compare=False, repr=False)
+    subscores: dict[str, int] | None = None  # only on boards that declare sub-scores
 
     @classmethod
     def from_json(cls, d: JSON) -> FrozenEntry:
-        return cls(d["rank"], d.get("position", d["rank"]), d["player"], d.get("display_name"), d["score"], d)
+        return cls(d["rank"], d.get("position", d["rank"]), d["player"], d.get("display_name"), d["score"], d,
+                   d.get("subscores"))  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Standings:
-    """A window's frozen standings (contract section 10)."""
+    """A window's frozen standings (docs/api.md §10)."""
 
     game: str
     board: str
@@ -201,11 +207,12 @@ class Standings:
     total: int
     entries: tuple[FrozenEntry, ...]
     raw: JSON = field(default_factory=dict, compare=False, repr=False)
+    group: str | None = None  # only on a league group's standings (`group=`), `version` then the group's own
 
     @classmethod
     def from_json(cls, d: JSON) -> Standings:
         return cls(d["game"], d["board"], d["window"], d["version"], _parse_instant(d.get("frozen_at")), d["total"],
-                   tuple(FrozenEntry.from_json(e) for e in d["entries"]), d)  # fmt: skip
+                   tuple(FrozenEntry.from_json(e) for e in d["entries"]), d, d.get("group"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -231,7 +238,7 @@ class Histogram:
 
 @dataclass(frozen=True)
 class PlayerToken:
-    """A bearer token with which a game client reads as one player (contract section 7). Hand
+    """A bearer token with which a game client reads as one player (docs/api.md §3.2). Hand
     `token` to the player's client; `expires_at` says when to ask for another."""
 
     player: str
@@ -246,7 +253,7 @@ class PlayerToken:
         return f"Bearer {self.token}"
 
 
-# --- live messages (contract section 9) -----------------------------------------------------
+# --- live messages (docs/api.md §9) -----------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -259,6 +266,7 @@ class TopMessage:
 class RankMessage:
     rank: int | None
     score: int | None
+    subscores: dict[str, int] | None = None  # only on boards that declare sub-scores
 
 
 @dataclass(frozen=True)
@@ -277,7 +285,7 @@ def live_message(d: JSON) -> LiveMessage | None:
     if kind == "top":
         return TopMessage(d.get("window", ""), tuple(Entry.from_json(e) for e in d.get("entries", [])))
     if kind == "rank":
-        return RankMessage(d.get("rank"), d.get("score"))
+        return RankMessage(d.get("rank"), d.get("score"), d.get("subscores"))
     if kind == "passed":
         by = d.get("by") or {}
         return PassedMessage(by.get("player", ""), by.get("display_name"), d.get("rank"))

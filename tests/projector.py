@@ -1,0 +1,169 @@
+"""The path users run, for tests that check what a client sees after a submission: the request
+commits and NOTIFYs, the real projector process (`manage.py projector`) applies the match and
+mirrors it to Redis. Tests use `real_projector` and wait with `projected()` (or poll the read
+itself with tests/polling.py's until) before reading; docs/dev-environment.md lists the tests that
+still apply submissions inline and why.
+
+`real_projector` keeps its process for the tests after it that want the same one (the same
+environment: the test database, Redis, the cluster of the test's topology, the after-the-fact
+checks), so a module pays one start per topology, not one per test (`pytest_collection_modifyitems`
+in tests/conftest.py puts a module's tests of one topology together). It runs only while such tests
+do: any other test stops it first (tests/conftest.py's `projector_only_where_asked`), so an inline
+test, a test that builds a backlog on purpose or starts projectors of its own never has one
+running beside it. Between two tests it has applied everything the first submitted before the
+first's tables are emptied."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from monitoring.lag import ingest_lag
+from scores.locks import ALL_LANES
+from scores.projection.runner import owned_lanes
+from tests.polling import until
+
+REPO = Path(__file__).resolve().parents[1]
+APP_NAME = "leaderboard-projector-under-test"
+
+
+def projector_start(env: dict[str, str], *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "projector", "--idle-seconds", "0.2", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def projector_process(transactional_db, settings) -> Iterator[Callable[..., subprocess.Popen]]:
+    """Starts `manage.py projector [args]` against the test database and Redis (PGAPPNAME names
+    its connections, so the test can see them in pg_stat_activity). The test's own processes
+    only: a shared one is stopped first, or it would own the lanes."""
+    shared_projector_stop()
+    settings.PROJECTOR_INLINE = False
+    env = process_env(settings, APP_NAME)
+    started: list[subprocess.Popen] = []
+
+    def start(*args: str) -> subprocess.Popen:
+        proc = projector_start(env, *args)
+        started.append(proc)
+        return proc
+
+    yield start
+    processes_stop(started)
+
+
+def processes_stop(started: list[subprocess.Popen]) -> None:
+    """SIGTERM each process still running, then SIGKILL one that has not exited within 20 s."""
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def database_url(settings) -> str:
+    """The test database, as a URL for a process of the service started by a test."""
+    db = settings.DATABASES["default"]
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def process_env(settings, app_name: str) -> dict[str, str]:
+    """The environment of a process of the service (`manage.py ...`) a test starts: the test
+    database and Redis, the test's settings; PGAPPNAME names its connections, so the test can see
+    them in pg_stat_activity."""
+    return {
+        # not pytest's name of the running test: the same process may serve the next one
+        **{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
+        "DATABASE_URL": database_url(settings),
+        "REDIS_URL": settings.REDIS_URL,
+        # the ranking index where the test has it (tests/conftest.py's topology)
+        "REDIS_CLUSTER_URL": getattr(settings, "REDIS_CLUSTER_URL", "") or "",
+        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
+        "PROJECTOR_INLINE": "0",
+        "PGAPPNAME": app_name,
+        # the after-the-fact checks as the test has them (tests/conftest.py: called by the test)
+        "ANTICHEAT_ASYNC_CHECKS": "1" if settings.ANTICHEAT_ASYNC_CHECKS else "0",
+        "SECRET_KEY": settings.SECRET_KEY,
+        "SERVER_KEY_PEPPER": settings.SERVER_KEY_PEPPER,
+    }
+
+
+class _Shared:
+    """The projector process kept between tests, and the environment it was started with."""
+
+    env: dict[str, str] | None = None
+    proc: subprocess.Popen | None = None
+
+
+def shared_projector_stop() -> None:
+    """Stops the kept projector, if one runs (its lanes are free once this returns)."""
+    if _Shared.proc is not None:
+        processes_stop([_Shared.proc])
+    _Shared.proc = _Shared.env = None
+
+
+def _shared_projector(env: dict[str, str]) -> subprocess.Popen:
+    """The kept projector if it was started with `env` and still runs; else a new one."""
+    proc = _Shared.proc
+    if proc is None or proc.poll() is not None or _Shared.env != env:
+        shared_projector_stop()
+        proc = projector_start(env)
+        _Shared.proc, _Shared.env = proc, env
+    return proc
+
+
+@pytest.fixture(scope="session")
+def shared_projector(django_db_setup) -> Iterator[None]:
+    """Stops the kept projector at the end of the session, before the test database goes (set
+    up after it, so torn down before it)."""
+    yield
+    shared_projector_stop()
+
+
+@pytest.fixture
+def real_projector(request: pytest.FixtureRequest, settings, shared_projector) -> Iterator[subprocess.Popen | None]:
+    """A `manage.py projector` for the test (kept from the test before when that one had the same
+    environment), owning every lane before the test goes on (a submission made before would wait
+    for its idle poll, not its NOTIFY). A test marked `inline_projection("<what the test is about
+    instead>")` keeps the in-request shortcut, with no projector running."""
+    if request.node.get_closest_marker("inline_projection"):
+        shared_projector_stop()
+        yield None
+        return
+    request.getfixturevalue("transactional_db")  # the process sees only what is committed
+    if "topology" in request.fixturenames:
+        request.getfixturevalue("topology")  # its cluster is part of the process's environment
+    settings.PROJECTOR_INLINE = False
+    proc = _shared_projector(process_env(settings, APP_NAME))
+    until(lambda: owned_lanes() == set(ALL_LANES), "the projector owning every lane", timeout=30, every=0.05)
+    yield proc
+    # Before the test's tables are emptied: whatever it submitted is applied and mirrored, so
+    # nothing of this test reaches the next one's Redis. A projector that cannot get there (the
+    # test stopped it, took Redis away or left a lock held) is not kept.
+    try:
+        if proc.poll() is None:
+            projected("the test's submissions applied before the next test", timeout=10)
+    except (Exception, pytest.fail.Exception):
+        shared_projector_stop()
+    if proc.poll() is not None:
+        shared_projector_stop()
+
+
+def projected(what: str = "every acknowledged submission on the boards", *, timeout: float = 10.0) -> None:
+    """Waits until nothing acknowledged is still on its way to the boards: no pending match for
+    the projector, no outbox row it has not mirrored to Redis (monitoring/lag.py, the lag
+    /healthz reports). docs/api.md §4.4 promises 1 s; the deadline is generous for a shared machine."""
+    until(lambda: ingest_lag().pending == 0, what, timeout=timeout, every=0.02)
