@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import factory
 from django.db import connection
@@ -57,8 +57,10 @@ class SeasonFactory(factory.django.DjangoModelFactory):
     game = factory.SubFactory(GameFactory)
     slug = factory.Sequence(lambda n: f"s{n}")
     name = factory.LazyAttribute(lambda o: o.slug.upper())
+    # Starts before the fixed dates tests write (November 2026) and stays current whatever
+    # today's date is: a test that needs the season over passes its own `ends_at` and a `now`.
     starts_at = datetime(2026, 11, 1, tzinfo=UTC)
-    ends_at = datetime(2027, 2, 1, tzinfo=UTC)
+    ends_at = factory.LazyFunction(lambda: datetime.now(UTC).replace(microsecond=0) + timedelta(days=365))
 
 
 class PlayerFactory(factory.django.DjangoModelFactory):

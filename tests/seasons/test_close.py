@@ -139,6 +139,8 @@ def test_refreeze_keeps_every_version_and_records_who_moved(day, game) -> None:
 
 
 def test_season_close_waits_for_held_matches_in_its_top(server: SignedClient, game) -> None:
+    game.seasons.filter(slug="s1").update(ends_at=datetime(2027, 2, 1, tzinfo=UTC))
+    config_cache_clear()
     submit(server, "s", [{"player": "a", "board": "rating", "score": 50}], at="2026-11-20T00:00:00Z")
     held = Match.objects.create(
         game=game, match_id="h", ended_at=datetime(2026, 12, 1, tzinfo=UTC), body_hash="x", status="held"
