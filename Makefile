@@ -2,7 +2,7 @@
 #
 #   make run                      the whole service in the foreground (PORT=8000, DEMO=0 skips the demo)
 #   make test [PYTEST_ARGS=...]   ruff (lint and format), mypy (scripts/typecheck.py), then the test suite (coverage report at the end) against a real PostgreSQL and Redis
-#                                 (and headless chromium for tests/e2e: installed as root if missing)
+#                                 (nginx for the edge cache, headless chromium for tests/e2e: installed as root if missing)
 #   make manage ARGS="..."        a manage.py command in the same environment as `make run`
 #   make lint                     ruff check + ruff format --check
 #   make bench [ARGS=...]         the benchmark suite at 1M players (< 15 min), results in bench/results/
@@ -24,7 +24,7 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SERVICES := $(VENV_PY) scripts/services.py
 
-.PHONY: run test manage lint bench faults clean-local venv browser axe jsclient
+.PHONY: run test manage lint bench faults clean-local venv browser nginx axe jsclient
 .DEFAULT_GOAL := run
 
 venv: $(STAMP)
@@ -55,7 +55,7 @@ $(STAMP): requirements.txt | $(VENV)/bin/pip
 run: venv
 	$(VENV_PY) scripts/run.py
 
-test: venv browser axe jsclient
+test: venv browser nginx axe jsclient
 	@echo "==> ruff check ."; $(VENV)/bin/ruff check .
 	@echo "==> ruff format --check ."; $(VENV)/bin/ruff format --check .
 	@echo "==> mypy against its baseline (scripts/typecheck.py)"; $(VENV_PY) scripts/typecheck.py
@@ -75,6 +75,13 @@ browser:
 	  echo "error: the browser tests need $(BROWSER) and $(BROWSER_DRIVER): sudo apt-get install chromium chromium-driver" >&2; \
 	  exit 1; \
 	fi
+
+# nginx for the tests of the edge cache and the stack `make run` serves (tests/boards/test_edge_cache.py):
+# found, or installed as root with apt-get by scripts/web.py, the same way `make run` gets it. Without
+# it those tests skip, and this says so.
+nginx:
+	@$(PYTHON) -c 'import sys; sys.path.insert(0, "scripts"); import web; sys.exit(web.find_nginx() is None)' \
+	  || echo "warning: nginx not found and not installable here (sudo apt-get install nginx-light): the edge cache tests will skip" >&2
 
 # axe-core (the npm package) for the accessibility browser test, from tests/e2e/package-lock.json.
 AXE := tests/e2e/node_modules/axe-core/axe.min.js

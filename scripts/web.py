@@ -53,6 +53,8 @@ TOPOLOGIES = ("nginx", "uvicorn")
 HTTP_SERVERS = ("granian", "gunicorn")  # behind nginx; the first is the default
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 NGINX_PACKAGE = "nginx-light"
+# Debian 13 and newer Ubuntus have no nginx-light: their plain nginx package is as small.
+NGINX_PACKAGES = (NGINX_PACKAGE, "nginx")
 LOCAL_DIR = REPO_ROOT / ".local"
 # The public reads the edge cache keeps (docs/api.md §5: top, histogram), nothing else.
 EDGE_CACHED_PATHS = r"^/api/v1/games/[^/]+/boards/[^/]+/(top|histogram)$"
@@ -102,11 +104,15 @@ def find_nginx(install: bool = True) -> str | None:
     if os.geteuid() == 0 and shutil.which("apt-get"):
         log(f"nginx not found: installing {NGINX_PACKAGE} with apt-get")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", NGINX_PACKAGE]):
-            if subprocess.run(cmd, env=env, stdout=sys.stderr).returncode != 0:
-                log(f"`{' '.join(cmd)}` failed")
-                return None
-        return find_nginx(install=False)
+        if subprocess.run(["apt-get", "update"], env=env, stdout=sys.stderr).returncode != 0:
+            log("`apt-get update` failed")
+            return None
+        for package in NGINX_PACKAGES:
+            cmd = ["apt-get", "install", "-y", "--no-install-recommends", package]
+            if subprocess.run(cmd, env=env, stdout=sys.stderr).returncode == 0:
+                return find_nginx(install=False)
+            log(f"`{' '.join(cmd)}` failed")
+        return None
     return None
 
 
