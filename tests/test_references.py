@@ -13,7 +13,7 @@ from tests.test_api_doc import section_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = (".py", ".md", ".html", ".js", ".ts", ".lua", ".toml", ".txt", ".css", ".sh", ".cfg", "Makefile", "run")
-TRACKER_NUMBER = re.compile(r"\bissues? #?[0-9]+", re.IGNORECASE)
+TRACKER_NUMBER = re.compile(r"\bissues?[ _#-]*[0-9]+", re.IGNORECASE)
 CONTRACT = re.compile(r"\bcontract", re.IGNORECASE)
 # "section 6" alone: of which document? (a citation names its file: docs/api.md §6)
 BARE_SECTION = re.compile(r"^(?!.*\.md\b).*\bsections? [0-9]+", re.IGNORECASE)
