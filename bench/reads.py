@@ -296,7 +296,7 @@ def scenarios(fx: Fixture, board: str, rng: random.Random) -> dict[str, Scenario
 
     def get(path: str, token_of: int | None = None) -> loadgen.Request:
         headers = [] if token_of is None else [("Authorization", f"Bearer {fx.tokens[token_of]}")]
-        return loadgen.Request("GET", path, b"", context=headers)
+        return loadgen.Request("GET", path, b"", headers=headers)
 
     def friends(pk: int) -> loadgen.Request:
         return get(f"{base}/players/p{pk}/friends", pk)
@@ -335,7 +335,7 @@ async def _warm(port: int, scenario: Scenario, concurrency: int) -> Counter[str]
     statuses: Counter[str] = Counter()
 
     async def worker() -> None:
-        conn = loadgen.HttpConnection("127.0.0.1", port, lambda req: req.context)
+        conn = loadgen.HttpConnection("127.0.0.1", port)
         try:
             while pending:
                 req = scenario.build(pending.pop())  # built when sent: signatures carry the time

@@ -182,7 +182,7 @@ class Run:
 
 def _read(scenario: reads.Scenario) -> loadgen.Request:
     req = scenario.request()
-    req.headers, req.tag = req.context, scenario.name
+    req.tag = scenario.name
     return req
 
 
@@ -276,7 +276,6 @@ def _measure_once(
         srv.port,
         make_request,
         tally.judge,
-        lambda req: req.context,
         concurrency=concurrency,
         stagger=args.stagger,
         rate=rate,
@@ -492,7 +491,7 @@ async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str
         raise AssertionError("unreachable")
 
     async def prober() -> None:
-        conn = loadgen.HttpConnection("127.0.0.1", port, lambda req: [])
+        conn = loadgen.HttpConnection("127.0.0.1", port)
         try:
             while loop.time() < deadline and pool:
                 outcome[await probe(conn, pool.pop())] += 1
@@ -523,7 +522,7 @@ def scenario_freshness(run: Run, name: str) -> None:
             load = loadgen.Load(
                 host="127.0.0.1", port=srv.port, warmup=0, seconds=args.seconds,
                 make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
-                headers=lambda req: req.context, timeout=args.timeout,
+                timeout=args.timeout,
             )  # fmt: skip
             closed = loadgen.closed_loop(load, concurrency=args.batch_concurrency, stagger=args.stagger)
             batch_results.append(asyncio.run(closed))
