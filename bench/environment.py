@@ -24,7 +24,7 @@ import psycopg
 import redis
 from psycopg import sql
 
-from scripts.services import ensure_secrets, with_redis_db
+from scripts.services import ensure_secrets, redact, with_redis_db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
@@ -133,20 +133,13 @@ def bench_environment(code_dir: Path = REPO_ROOT, wait: bool = False) -> Iterato
             env = BenchEnv(
                 with_database(database_url, BENCH_DB_NAME), with_redis_db(redis_url, BENCH_REDIS_DB), code_dir
             )
-            log(f"database {_redact(env.database_url)}, redis {_redact(env.redis_url)}")
+            log(f"database {redact(env.database_url)}, redis {redact(env.redis_url)}")
             yield env
         finally:
             with contextlib.suppress(Exception):
                 from scripts import services
 
                 services.stop_started()
-
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{parts.netloc.rsplit('@', 1)[1]}"))
 
 
 # --------------------------------------------------------------------------- Postgres
@@ -200,6 +193,14 @@ def board_info(conn: psycopg.Connection, board_slug: str) -> BoardInfo:
 def board_set_key(board_id: int) -> str:
     """The sorted set of a board's `all` window (rediskit/keys.py board_key(), unsharded)."""
     return f"lb:{{{board_id}}}:all"
+
+
+def board_players(conn: psycopg.Connection, board_id: int) -> int:
+    """Players with a value in the board's `all` window, as Postgres has them."""
+    row = conn.execute(
+        "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board_id,)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def game_id(conn: psycopg.Connection) -> int:

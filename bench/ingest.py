@@ -184,9 +184,7 @@ def check_mirrored(
             scores = r.zmscore(key, [str(pk) for pk, _ in chunk])
             missing += sum(1 for sc in scores if sc is None)
             differing += sum(1 for (_, e), sc in zip(chunk, scores, strict=True) if sc is not None and int(sc) != e)
-        total = pg.execute(
-            "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board.id,)
-        ).fetchone()[0]  # type: ignore[index]
+        total = environment.board_players(pg, board.id)
         members = int(r.zcard(key))
         state = {
             "key": key,

@@ -433,10 +433,7 @@ def expected_from_postgres(
         ).fetchall()
         for owner, external_id, rank in rows:
             friend_ranks.setdefault(int(owner), {})[external_id] = int(rank)
-    total = pg.execute(
-        "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board.id,)
-    ).fetchone()[0]  # type: ignore[index]
-    return Expected(ranks, friend_ranks, int(total))
+    return Expected(ranks, friend_ranks, environment.board_players(pg, board.id))
 
 
 def check_server(

@@ -28,7 +28,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -42,7 +41,7 @@ import psycopg
 import redis
 
 from bench import anchors, cpu, environment, ingest, loadgen, plots, profiling, reads
-from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor, run_load
@@ -603,9 +602,7 @@ def scenario_freeze(run: Run) -> None:
     from seasons.services import window_freeze
 
     cfg = cached_board(environment.GAME_SLUG, board_slug=run.args.board)
-    rows = run.pg.execute(
-        "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (run.board.id,)
-    ).fetchone()[0]  # type: ignore[index]
+    rows = environment.board_players(run.pg, run.board.id)
     environment.log(f"freeze: the `all` window's {rows:,} players")
     started = time.perf_counter()
     freeze = window_freeze(board=cfg, window="all", reason="bench")
@@ -763,31 +760,72 @@ SMOKE = {  # --smoke: tiny data, about a second per scenario (what tests/bench/t
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = bench_parser("python -m bench", __doc__)
-    add_run_args(
-        parser, "players", "seconds", "warmup", "concurrency", "batch-size", "workers", "board", "token-pool",
-        "friend-players", "friends", "throttle-rate", "seed", "timeout", "stagger", "quiet-wait", "retries", "code",
-        "profile",
-        workers=DEFAULT_WEB_WORKERS,
-    )  # fmt: skip
-    parser.add_argument(
-        "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}"
+    add_run_args(parser, "players", "seconds", "batch-size", "code")
+    add = parser.add_argument
+    add("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
+    add("--concurrency", type=int, default=32, help="closed-loop connections (default 32)")
+    add(
+        "--workers",
+        type=int,
+        default=DEFAULT_WEB_WORKERS,
+        help="HTTP worker processes of a server (default %(default)s)",
     )
-    parser.add_argument("--smoke", action="store_true",
-                        help="seconds, tiny data: 2,000 players, 1 s per scenario, one server (the test suite's run)")  # fmt: skip
-    parser.add_argument("--batch-concurrency", type=int, default=4, help="connections sending batches (default 4)")
-    parser.add_argument("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
-    parser.add_argument("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
-    parser.add_argument("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
-    parser.add_argument("--projectors", type=int, default=1, help="projector processes, lanes split (default 1)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
-    parser.add_argument("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
+    add("--board", default="rating", help="board of bench/game.toml (default rating)")
+    add("--token-pool", type=int, default=2000, help="players the rank scenarios read (default 2000)")
+    add("--friend-players", type=int, default=500, help="players with a friend list (default 500)")
+    add("--friends", type=int, default=200, help="friends each of them has (default 200)")
+    add(
+        "--throttle-rate",
+        default="100000000/min",
+        help="THROTTLE_PLAYER_READS and THROTTLE_ADDRESS_READS of the servers (raised; default 100000000/min)",
+    )
+    add("--seed", type=int, default=42, help="random seed of the data (default 42)")
+    add("--timeout", type=float, default=60.0, help="seconds before a request counts as timed out (default 60)")
+    add(
+        "--stagger",
+        type=float,
+        default=0.01,
+        help="seconds between the starts of two connections (default 0.01; see bench/loadgen.py)",
+    )
+    add(
+        "--quiet-wait",
+        type=float,
+        default=60.0,
+        help="seconds to wait before each scenario for the machine to be under 20%% busy (default 60)",
+    )
+    add(
+        "--retries",
+        type=int,
+        default=1,
+        help="reruns of a read scenario that other work took over 0.25 cores from (default 1)",
+    )
+    add("--profile", choices=("cpu", "wall"), help="record what is measured with py-spy (it slows it)")
+    add("--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}")
+    add(
+        "--smoke",
+        action="store_true",
+        help="seconds, tiny data: 2,000 players, 1 s per scenario, one server (the test suite's run)",
+    )
+    add("--batch-concurrency", type=int, default=4, help="connections sending batches (default 4)")
+    add("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
+    add("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
+    add("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
+    add("--projectors", type=int, default=1, help="projector processes, lanes split (default 1)")
+    add("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
+    add("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
-    if args.smoke:
-        explicit = {a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:]) if a.startswith("--")}
-        for name, value in SMOKE.items():
-            if f"--{name.replace('_', '-')}" not in explicit:
-                setattr(args, name, value)
-    check_run_args(parser, args)
+    if args.smoke:  # its sizes replace the defaults; flags given still win
+        parser.set_defaults(**SMOKE)
+        args = parser.parse_args(argv)
+    for name in ("players", "seconds", "concurrency", "token_pool", "friend_players", "friends"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.warmup < 0:
+        parser.error("--warmup must not be negative")
+    if not 1 <= args.batch_size <= 1000:
+        parser.error("--batch-size must be 1-1000 (docs/api.md §4)")
+    if args.players <= args.friend_players + args.friends:
+        parser.error("--players must exceed --friend-players + --friends (friends are drawn among the others)")
     if args.profile:
         profiling.py_spy_binary()  # fails now, with how to install it, rather than mid-run
     return args
