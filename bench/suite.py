@@ -831,26 +831,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-@dataclass
-class SuiteStart:
-    """What the suite notes before any work: the machine's state then, for the run's header."""
-
-    started: datetime
-    wall: float  # time.monotonic()
-    busy: tuple[int, int]  # cpu.busy_ticks()
-    load: tuple[float, float, float]  # os.getloadavg()
-    stamp: str
-    laps: Laps
-
-    @classmethod
-    def now(cls) -> SuiteStart:
-        started = datetime.now(UTC)
-        return cls(started, time.monotonic(), cpu.busy_ticks(), os.getloadavg(), utc_stamp(started), Laps(1))
-
-
 def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
-    start = SuiteStart.now()
-    phase = start.laps.mark
+    # the machine's state before any work, for the run's header
+    started, wall = datetime.now(UTC), time.monotonic()
+    busy_at_start, load_at_start = cpu.busy_ticks(), os.getloadavg()
+    laps = Laps(1)
+    phase = laps.mark
     environment.log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
     environment.prepare_database(env)
     key = environment.create_server_key(env)
@@ -864,17 +850,22 @@ def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTre
         celery_commands, correctness = run_scenarios(run, phase)
         # the board and its caches: ~150 MB at 1M of a Redis others use too
         environment.flush_redis(r, wait_freed=False)
-    machine_during_run(machine, start, args)
-    wall_seconds = round(time.monotonic() - start.wall, 1)
+    # how busy the machine was over the run, and what served
+    busy, total = cpu.busy_ticks()
+    machine["busy_during_run"] = round((busy - busy_at_start[0]) / max(total - busy_at_start[1], 1), 3)
+    machine["load_average_at_start"] = [round(x, 2) for x in load_at_start]
+    machine["server"] = SERVER
+    machine["packages"] = _versions()
+    wall_seconds = round(time.monotonic() - wall, 1)
     rows = summary(run.details)
     other = measures(run.details, fixture.setup)
     ok = correctness["ranks"]["ok"] and all(r["check"] in ("ok", "-") for r in rows + other)
-    markdown = f"{run_header(run, machine, start, correctness, wall_seconds)}\n\n{render(rows, other)}\n"
+    markdown = f"{run_header(run, machine, correctness, wall_seconds)}\n\n{render(rows, other)}\n"
     payload = {
         "benchmark": "suite",
-        "started_at": start.started.isoformat(),
+        "started_at": started.isoformat(),
         "wall_seconds": wall_seconds,
-        "phases_seconds": start.laps.seconds,
+        "phases_seconds": laps.seconds,
         "command": command_line(),
         "machine": machine,
         "code": code.info,
@@ -892,7 +883,9 @@ def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTre
         "correctness": correctness,
         "ok": ok,
     }
-    latency_png, throughput_png, json_path = write_results(args.out, start.stamp, machine, markdown, rows, payload)
+    latency_png, throughput_png, json_path = write_results(
+        args.out, utc_stamp(started), machine, markdown, rows, payload
+    )
     if args.publish and args.smoke:
         environment.log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
     elif args.publish:
@@ -943,18 +936,7 @@ def run_scenarios(run: Run, phase: Callable[[str], None]) -> tuple[dict[str, lis
     return celery_commands, correctness
 
 
-def machine_during_run(machine: dict[str, Any], start: SuiteStart, args: argparse.Namespace) -> None:
-    """Add to the machine's description how busy it was over the run and what served."""
-    busy, total = cpu.busy_ticks()
-    machine["busy_during_run"] = round((busy - start.busy[0]) / max(total - start.busy[1], 1), 3)
-    machine["load_average_at_start"] = [round(x, 2) for x in start.load]
-    machine["server"] = SERVER
-    machine["packages"] = _versions()
-
-
-def run_header(
-    run: Run, machine: dict[str, Any], start: SuiteStart, correctness: dict[str, Any], wall_seconds: float
-) -> str:
+def run_header(run: Run, machine: dict[str, Any], correctness: dict[str, Any], wall_seconds: float) -> str:
     """The paragraph above the tables: the setup, the load, how busy the machine was, the checks."""
     args = run.args
     disturbed = {n: d["cpu_cores"].get("other") for n, d in run.details.items() if "cpu_cores" in d}
@@ -962,7 +944,7 @@ def run_header(
         f"{machine_line(machine)}; server `{SERVER}` with {args.workers} workers"
         f"{', Celery worker and beat' if args.celery else ''}, the projector, DEBUG off. {args.players:,} players; "
         f"{args.seconds:g} s measured per scenario after {args.warmup:g} s. Machine busy during the whole run: "
-        f"{machine['busy_during_run']:.0%} (load average {start.load[0]:.2f} at the start); other work's CPU during "
+        f"{machine['busy_during_run']:.0%} (load average {machine['load_average_at_start'][0]:.2f} at the start); other work's CPU during "
         f"the windows at most {max(disturbed.values(), default=0):.2f} cores. Ranks vs SQL: "
         f"{reads.correct_text(correctness['ranks'])}. Wall time {wall_seconds:.0f} s."
     )
