@@ -88,20 +88,19 @@ def game(slug: str, shards: int, players: int) -> tuple:
     cfg = cached_board(slug, board_slug="rating")
     from scores import encoding
 
-    values = []
-    for pk in pks:
-        v = random.randint(0, 1_000_000)
-        values.append(
-            PlayerValue(
-                board=board,
-                window="all",
-                player_id=pk,
-                value=v,
-                encoded=encoding.encode(cfg, v, at),
-                reached_at=at,
-                latest_at=at,
-            )
+    scores = [random.randint(0, 1_000_000) for _ in pks]
+    values = [
+        PlayerValue(
+            board=board,
+            window="all",
+            player_id=pk,
+            value=v,
+            encoded=encoding.encode(cfg, v, at),
+            reached_at=at,
+            latest_at=at,
         )
+        for pk, v in zip(pks, scores, strict=True)
+    ]
     PlayerValue.objects.bulk_create(values, batch_size=5000)
     key, secret = server_key_create(game=g, name="bench", scopes=("submit",))
     return cfg, pks, [(pv.player_id, pv.encoded) for pv in values], key, secret

@@ -36,18 +36,21 @@ class _Proc:
     child_ticks: int  # cutime + cstime: the CPU of the children it has reaped
 
 
+def _stat(pid: int | str) -> tuple[str, list[str]]:
+    """/proc/<pid>/stat: comm, in parentheses (it may hold spaces), and the fields after it."""
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    return raw[raw.index("(") + 1 : raw.rindex(")")], raw[raw.rindex(")") + 2 :].split()
+
+
 def _processes() -> dict[int, _Proc]:
     out: dict[int, _Proc] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            raw = (entry / "stat").read_text()
+            comm, fields = _stat(entry.name)
         except OSError:
             continue  # gone meanwhile
-        # comm is in parentheses and may hold spaces; the fields after it are space-separated.
-        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
-        fields = raw[raw.rindex(")") + 2 :].split()
         out[int(entry.name)] = _Proc(
             comm=comm,
             ppid=int(fields[1]),
@@ -61,7 +64,7 @@ def _processes() -> dict[int, _Proc]:
 
 def process_seconds(pid: int) -> float:
     """CPU seconds (user + system) one process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat(pid)[1]
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 

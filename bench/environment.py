@@ -24,7 +24,7 @@ import psycopg
 import redis
 from psycopg import sql
 
-from scripts.services import ensure_secrets, with_redis_db
+from scripts.services import ensure_secrets, redact, with_redis_db
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
@@ -77,11 +77,6 @@ class BenchEnv:
             **extra,
         }
 
-    def apply_to_os_environ(self) -> None:
-        """For benchmarks that configure Django in their own process (before django.setup())."""
-        for key, value in self.process_env().items():
-            os.environ[key] = value
-
     def setup_django(self) -> None:
         """Configure Django in this process: the measured code (`code_dir`), the bench database and Redis.
 
@@ -91,7 +86,7 @@ class BenchEnv:
         code = str(self.code_dir)
         if code not in sys.path:
             sys.path.insert(0, code)
-        self.apply_to_os_environ()
+        os.environ.update(self.process_env())
         previous = os.getcwd()
         os.chdir(code)
         try:
@@ -104,10 +99,6 @@ class BenchEnv:
         if not Path(scores.__file__ or "").resolve().is_relative_to(self.code_dir.resolve()):
             raise BenchError(f"Django loaded {scores.__file__}, not the measured code in {code}")
 
-    @property
-    def maintenance_url(self) -> str:
-        return with_database(self.database_url, "postgres")
-
 
 def _base_urls() -> tuple[str, str]:
     """The Postgres and Redis `make run` would use; the env defaults if scripts/services.py fails."""
@@ -119,13 +110,6 @@ def _base_urls() -> tuple[str, str]:
     except Exception as exc:  # it is still being written by others: any failure means the defaults
         log(f"scripts/services.py unusable ({exc.__class__.__name__}: {exc}); using DATABASE_URL/REDIS_URL or defaults")
         return os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), os.environ.get("REDIS_URL", DEFAULT_REDIS_URL)
-
-
-def _stop_started_services() -> None:
-    with contextlib.suppress(Exception):
-        from scripts import services
-
-        services.stop_started()
 
 
 @contextlib.contextmanager
@@ -149,17 +133,13 @@ def bench_environment(code_dir: Path = REPO_ROOT, wait: bool = False) -> Iterato
             env = BenchEnv(
                 with_database(database_url, BENCH_DB_NAME), with_redis_db(redis_url, BENCH_REDIS_DB), code_dir
             )
-            log(f"database {_redact(env.database_url)}, redis {_redact(env.redis_url)}")
+            log(f"database {redact(env.database_url)}, redis {redact(env.redis_url)}")
             yield env
         finally:
-            _stop_started_services()
+            with contextlib.suppress(Exception):
+                from scripts import services
 
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{parts.netloc.rsplit('@', 1)[1]}"))
+                services.stop_started()
 
 
 # --------------------------------------------------------------------------- Postgres
@@ -170,7 +150,7 @@ def recreate_database(env: BenchEnv) -> None:
     name = unquote(urlsplit(env.database_url).path.lstrip("/"))
     if name != BENCH_DB_NAME:  # never drop anything else
         raise BenchError(f"refusing to recreate database {name!r}: only {BENCH_DB_NAME!r} belongs to the benchmarks")
-    with psycopg.connect(env.maintenance_url, autocommit=True, connect_timeout=10) as conn:
+    with psycopg.connect(with_database(env.database_url, "postgres"), autocommit=True, connect_timeout=10) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
@@ -187,26 +167,40 @@ def reset_scores(conn: psycopg.Connection) -> None:
 
 @dataclass(frozen=True)
 class BoardInfo:
+    """A board of the bench game; its shape is what scores.encoding needs (no Django)."""
+
     id: int
     slug: str
+    order: str
+    mode: str
     min_score: int
     max_score: int
+    max_total: int | None
 
 
 def board_info(conn: psycopg.Connection, board_slug: str) -> BoardInfo:
     row = conn.execute(
-        "SELECT b.id, b.min_score, b.max_score FROM scores_board b JOIN scores_game g ON g.id = b.game_id "
-        "WHERE g.slug = %s AND b.slug = %s",
+        'SELECT b.id, b."order", b.mode, b.min_score, b.max_score, b.max_total'
+        " FROM scores_board b JOIN scores_game g ON g.id = b.game_id WHERE g.slug = %s AND b.slug = %s",
         (GAME_SLUG, board_slug),
     ).fetchone()
     if row is None:
         raise BenchError(f"board {GAME_SLUG}/{board_slug} not found; is it in {GAME_FILE.name}?")
-    return BoardInfo(id=int(row[0]), slug=board_slug, min_score=int(row[1]), max_score=int(row[2]))
+    board_id, order, mode, min_score, max_score, max_total = row
+    return BoardInfo(int(board_id), board_slug, order, mode, int(min_score), int(max_score), max_total)
 
 
 def board_set_key(board_id: int) -> str:
     """The sorted set of a board's `all` window (rediskit/keys.py board_key(), unsharded)."""
     return f"lb:{{{board_id}}}:all"
+
+
+def board_players(conn: psycopg.Connection, board_id: int) -> int:
+    """Players with a value in the board's `all` window, as Postgres has them."""
+    row = conn.execute(
+        "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board_id,)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def game_id(conn: psycopg.Connection) -> int:
@@ -251,11 +245,16 @@ def create_server_key(env: BenchEnv) -> ServerKey:
 # --------------------------------------------------------------------------- Redis
 
 
+def bench_db_only(client: redis.Redis, action: str) -> None:
+    """Refuse to `action` (flush, clear) any Redis db but the bench's: never a developer's db 0."""
+    db = int(client.connection_pool.connection_kwargs.get("db", 0))
+    if db != BENCH_REDIS_DB:
+        raise BenchError(f"refusing to {action} Redis db {db}: only db {BENCH_REDIS_DB} belongs to the benchmarks")
+
+
 def redis_client(env: BenchEnv) -> redis.Redis:
     client = redis.Redis.from_url(env.redis_url)
-    db = client.connection_pool.connection_kwargs.get("db", 0)
-    if int(db) != BENCH_REDIS_DB:  # the flush below must never reach a developer's db 0
-        raise BenchError(f"bench Redis URL selects db {db}, expected {BENCH_REDIS_DB}")
+    bench_db_only(client, "use")
     return client
 
 
@@ -264,9 +263,7 @@ def flush_redis(client: redis.Redis, wait_freed: bool = True) -> None:
     socket timeout on a busy machine; Redis frees it in a background thread. With `wait_freed`,
     returns once that is done (polled, with a deadline), so used_memory readings that follow
     (the suite's bytes per member) do not count what is still being freed."""
-    db = int(client.connection_pool.connection_kwargs.get("db", 0))
-    if db != BENCH_REDIS_DB:
-        raise BenchError(f"refusing to flush Redis db {db}: only db {BENCH_REDIS_DB} belongs to the benchmarks")
+    bench_db_only(client, "flush")
     client.flushdb(asynchronous=True)
     deadline = time.monotonic() + 120
     while wait_freed and int(client.info("memory").get("lazyfree_pending_objects", 0)) and time.monotonic() < deadline:

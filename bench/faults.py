@@ -52,7 +52,7 @@ from pathlib import Path
 import psycopg
 import redis
 
-from bench import environment
+from bench import environment, ingest
 from bench.cli import add_run_args
 from bench.environment import REPO_ROOT, VENV_BIN, BenchEnv, ServerKey
 from bench.loadgen import sign  # the game servers' signer (docs/clients.md)
@@ -73,6 +73,7 @@ from scripts.services import (
 
 FAULTS_DIR = services.LOCAL_DIR / "faults"
 GAME = environment.GAME_SLUG
+STATE_FILE = FAULTS_DIR / "run" / "processes.json"  # the supervisor's, on the stack `make run` starts
 SETTLE_SECONDS = 30.0  # how long acknowledged results may take to reach the board after a heal
 
 
@@ -163,11 +164,8 @@ class LocalRedis:
         binary = redis_server_binary()
         if binary is None:
             raise RuntimeError("redis-server not found (apt-get install redis-server)")
-        self.binary, self.dir, self.port = (
-            binary,
-            root / "redis",
-            _free_port(_preferred_port("FAULTS_REDIS_PORT", 58379)),
-        )
+        self.binary, self.dir = binary, root / "redis"
+        self.port = _free_port(_preferred_port("FAULTS_REDIS_PORT", 58379))
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -210,14 +208,10 @@ class Stack:
         """Where the service's processes and manage.py point (the HA cluster's URL is known once it is created)."""
         return BenchEnv(self.pg.url, self.redis.url)
 
-    @property
-    def state_file(self) -> Path:
-        return FAULTS_DIR / "run" / "processes.json"
-
     def processes(self) -> dict[str, dict]:
         """The supervisor's view of its processes (scripts/run.py writes it every second)."""
         try:
-            return json.loads(self.state_file.read_text())["processes"]
+            return json.loads(STATE_FILE.read_text())["processes"]
         except (OSError, ValueError, KeyError):
             return {}
 
@@ -225,7 +219,7 @@ class Stack:
         """`make run` itself (DEMO=0) on this stack's servers: its supervisor starts and restarts
         web, the projector, the worker and beat."""
         env = self.env.process_env(**SERVICE_ENV, PORT=str(self.port), DEMO="0", WEB_WORKERS="3", NO_COLOR="1",
-                                   LEADERBOARD_PROCESS_STATE=str(self.state_file))  # fmt: skip
+                                   LEADERBOARD_PROCESS_STATE=str(STATE_FILE))  # fmt: skip
         command = [str(VENV_BIN / "python"), "scripts/run.py"]
         self.supervisor = ProcessGroup("run", command, env, REPO_ROOT, FAULTS_DIR / "run.log")
 
@@ -485,13 +479,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
         while not stop.is_set():
             n += 1
             match_id, player, score = f"{tag}-{worker}-{n}", f"f{worker}x{n}-{tag}", 1000 + n
-            body = json.dumps(
-                {
-                    "match_id": match_id,
-                    "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "results": [{"player": player, "board": "rating", "score": score}],
-                }
-            ).encode()
+            body = json.dumps(ingest.match(match_id, player, "rating", score)).encode()
             t0 = time.monotonic()
             status, _ = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, signed=True)
             took = time.monotonic() - t0
@@ -533,8 +521,13 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     for t in threads:
         t.join()
 
+    samples.sort(key=lambda s: s.at)
+
+    def between(start: float, end: float = float("inf"), kind: str = "") -> list[Sample]:
+        return [s for s in samples if start <= s.at <= end and kind in ("", s.kind)]
+
     def recovered_at(kind: str) -> float | None:
-        after = sorted((s for s in samples if s.kind == kind and s.at >= healed), key=lambda s: s.at)
+        after = between(healed, kind=kind)
         # recovered: the first healthy answer from which every later one is healthy too
         for i, s in enumerate(after):
             if all(x.healthy for x in after[i:]):
@@ -548,16 +541,15 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     if stack.supervisor is not None:  # every process up again, as the supervisor sees it
         with contextlib.suppress(RuntimeError):
             _wait("make run's processes", lambda: all(p["up"] for p in stack.processes().values()), timeout=60)
-    submits = sorted((s for s in samples if s.kind == "submit" and s.at >= injected), key=lambda s: s.at)
+    submits = between(injected, kind="submit")
     failed = [s for s in submits if not s.healthy]
     writes_back: float | None = 0.0
     if failed:
         back = [s for s in submits if s.healthy and s.at > failed[-1].at]
         writes_back = back[0].at + back[0].seconds - injected if back else None
-    during = [s.seconds for s in samples if s.kind == "submit" and inject_at <= s.at <= heal_at]
-    every = [s.seconds for s in samples if inject_at <= s.at <= heal_at]
+    during = between(inject_at, heal_at)
     # a read in flight when the fault struck pays its timeout once; the breaker answers the rest
-    reads = sorted((s for s in samples if s.kind == "top" and inject_at <= s.at <= heal_at), key=lambda s: s.at)
+    reads = [s for s in during if s.kind == "top"][1:]
     return Outcome(
         fault=fault.name,
         tried=len(samples),
@@ -565,11 +557,11 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
         lost=lost,
         unavailable=sum(1 for s in samples if s.status == 503),
         server_errors=sum(1 for s in samples if (s.status >= 500 and s.status != 503) or s.status == 0),
-        slowest_submit=max(during, default=0.0),
+        slowest_submit=max((s.seconds for s in during if s.kind == "submit"), default=0.0),
         recovery=recovery,
-        slowest_read=max((r.seconds for r in reads[1:]), default=0.0),
+        slowest_read=max((s.seconds for s in reads), default=0.0),
         writes_back=writes_back,
-        slowest_answer=max(every, default=0.0),
+        slowest_answer=max((s.seconds for s in during), default=0.0),
         processes=stack.processes() if stack.supervisor is not None else None,
     )
 

@@ -28,6 +28,16 @@ MIRROR_WAIT_SECONDS = 5.0  # docs/api.md §4.4 allows 1 s; a little slack for a 
 # --------------------------------------------------------------------------- workload
 
 
+def ended_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def match(match_id: str, player: str, board: str, score: int, ended_at: str | None = None) -> dict[str, Any]:
+    """A match of one result, as every benchmark submits them."""
+    result = {"player": player, "board": board, "score": score}
+    return {"match_id": match_id, "ended_at": ended_at or ended_now(), "results": [result]}
+
+
 class MatchFactory:
     """Matches of one result each: a random player among p1..pN, ended now, with a score from
     `score(pk)` or else uniform within the board's bounds (on an empty board: every player new)."""
@@ -48,29 +58,27 @@ class MatchFactory:
         self.counter = itertools.count(1)
 
     def matches(self, n: int) -> list[dict[str, Any]]:
-        ended_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        ended_at = ended_now()
         pks = [self.rng.randint(1, self.players) for _ in range(n)]
         return [
-            {
-                "match_id": f"{self.tag}-{next(self.counter)}",
-                "ended_at": ended_at,
-                "results": [{"player": f"p{pk}", "board": self.board.slug, "score": self.score(pk)}],
-            }
-            for pk in pks
+            match(f"{self.tag}-{next(self.counter)}", f"p{pk}", self.board.slug, self.score(pk), ended_at) for pk in pks
         ]
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """What one request carries and how its answer is judged."""
+    """What one request carries: one match, or a {"matches": [...]} batch answered item by item."""
 
     name: str
-    path: str
-    matches_per_request: int
-    batch: bool  # a {"matches": [...]} body answered item by item, else one match
+    matches_per_request: int = 1
+    batch: bool = False
+
+    @property
+    def path(self) -> str:
+        return f"/api/v1/games/{environment.GAME_SLUG}/matches" + ("/batch" if self.batch else "")
 
     def request(self, factory: MatchFactory) -> loadgen.Request:
-        matches = factory.matches(self.matches_per_request if self.batch else 1)
+        matches = factory.matches(self.matches_per_request)
         payload: Any = {"matches": matches} if self.batch else matches[0]
         body = json.dumps(payload, separators=(",", ":")).encode()
         return loadgen.Request("POST", self.path, body, context=[m["match_id"] for m in matches], tag=self.name)
@@ -176,9 +184,7 @@ def check_mirrored(
             scores = r.zmscore(key, [str(pk) for pk, _ in chunk])
             missing += sum(1 for sc in scores if sc is None)
             differing += sum(1 for (_, e), sc in zip(chunk, scores, strict=True) if sc is not None and int(sc) != e)
-        total = pg.execute(
-            "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board.id,)
-        ).fetchone()[0]  # type: ignore[index]
+        total = environment.board_players(pg, board.id)
         members = int(r.zcard(key))
         state = {
             "key": key,

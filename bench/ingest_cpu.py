@@ -46,8 +46,7 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
 
     client = Client()
     per_request = args.batch_size if args.mode == "batch" else 1
-    path = f"/api/v1/games/{environment.GAME_SLUG}/matches" + ("/batch" if args.mode == "batch" else "")
-    scenario = ingest.Scenario(args.mode, path, per_request, batch=args.mode == "batch")
+    scenario = ingest.Scenario(args.mode, per_request, batch=args.mode == "batch")
     factory = ingest.MatchFactory(f"{time.time():.0f}", board, args.players, random.Random(1))
 
     def request() -> None:

@@ -44,7 +44,7 @@ class Request:
     path: str
     body: bytes
     context: Any = None  # what the caller needs to judge the response (say, the match ids sent)
-    headers: list[tuple[str, str]] | None = None  # when set, sent instead of the loop's `headers(req)`
+    headers: list[tuple[str, str]] = field(default_factory=list)  # beyond Host, Content-Type and Content-Length
     tag: str = ""  # a kind of request in a mixed workload: latencies are also kept per tag
 
 
@@ -61,10 +61,9 @@ class HttpError(Exception):
 class HttpConnection:
     """One keep-alive HTTP/1.1 connection, reopened when the server closes it."""
 
-    def __init__(self, host: str, port: int, extra_headers: Callable[[Request], list[tuple[str, str]]]) -> None:
+    def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self.extra_headers = extra_headers
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.connects = 0
@@ -98,10 +97,7 @@ class HttpConnection:
             f"Host: {self.host}:{self.port}",
             "Content-Type: application/json",
             f"Content-Length: {len(req.body)}",
-            *(
-                f"{name}: {value}"
-                for name, value in (req.headers if req.headers is not None else self.extra_headers(req))
-            ),
+            *(f"{name}: {value}" for name, value in req.headers),
         ]
         self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + req.body)
         await self.writer.drain()
@@ -215,8 +211,8 @@ async def _send(conn: HttpConnection, req: Request, timeout: float) -> tuple[Res
 @dataclass(frozen=True)
 class Load:
     """What either loop sends and how: the server, the window (warmup unmeasured, then seconds
-    measured), the next request, what to do with each answer, the headers of a request (unless
-    it carries its own), how long one may take, and who watches the window."""
+    measured), the next request, what to do with each answer, how long one may take, and who
+    watches the window."""
 
     host: str
     port: int
@@ -224,7 +220,6 @@ class Load:
     seconds: float
     make_request: Callable[[], Request]
     on_response: Handler
-    headers: Callable[[Request], list[tuple[str, str]]]
     timeout: float = 120.0
     monitor: WindowMonitor | None = None
 
@@ -244,7 +239,7 @@ async def closed_loop(load: Load, *, concurrency: int, stagger: float = 0.0) -> 
 
     async def worker(index: int) -> None:
         await asyncio.sleep(index * stagger)
-        conn = HttpConnection(load.host, load.port, load.headers)
+        conn = HttpConnection(load.host, load.port)
         try:
             while loop.time() < measure_end:
                 req = load.make_request()
@@ -292,7 +287,7 @@ async def open_loop(load: Load, *, rate: float, max_connections: int = 512) -> L
             if idle:
                 conn = idle.pop()
             else:
-                conn = HttpConnection(load.host, load.port, load.headers)
+                conn = HttpConnection(load.host, load.port)
                 opened.append(conn)
             response, outcome = await _send(conn, req, load.timeout)
             idle.append(conn)  # closed ones reconnect on their next request

@@ -26,17 +26,6 @@ class Values:
     encoded: list[int]
 
 
-@dataclass(frozen=True)
-class BoardShape:
-    """The encoding-relevant fields of a board (scores.encoding.BoardShape), without Django."""
-
-    order: str
-    mode: str
-    min_score: int
-    max_score: int
-    max_total: int | None = None
-
-
 Column = Callable[[int], str]  # row index -> the field in COPY text format
 
 

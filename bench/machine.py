@@ -13,22 +13,13 @@ import psycopg
 import redis
 
 
-def _cpu_model() -> str:
+def _proc_field(path: str, name: str) -> str | None:
+    """The value of `name:` in a /proc file like /proc/cpuinfo (None where there is none)."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(name):
                 return line.split(":", 1)[1].strip()
     except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _ram_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
         pass
     return None
 
@@ -40,10 +31,11 @@ def command_line() -> str:
 
 def machine_info(pg: psycopg.Connection, r: redis.Redis) -> dict[str, Any]:
     redis_info = r.info("server")
+    ram = _proc_field("/proc/meminfo", "MemTotal")  # "16314784 kB"
     return {
         "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "cpu_model": _cpu_model(),
-        "ram_bytes": _ram_bytes(),
+        "cpu_model": _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "unknown",
+        "ram_bytes": int(ram.split()[0]) * 1024 if ram else None,
         "kernel": platform.release(),
         "python": platform.python_version(),
         "postgres": pg.execute("SHOW server_version").fetchone()[0],  # type: ignore[index]

@@ -127,7 +127,6 @@ def run_load(
     port: int,
     make_request: Callable[[], loadgen.Request],
     on_response: loadgen.Handler,
-    headers: Callable[[loadgen.Request], list[tuple[str, str]]],
     *,
     concurrency: int | None = None,
     stagger: float = 0.0,
@@ -147,7 +146,6 @@ def run_load(
         seconds=args.seconds,
         make_request=make_request,
         on_response=on_response,
-        headers=headers,
         timeout=args.timeout,
         monitor=monitor,
     )

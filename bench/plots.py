@@ -36,11 +36,7 @@ def latency_plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path
             tick.set_color("dimgray")
     ax.grid(axis="y", which="both", alpha=0.3)
     ax.legend()
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path, title)
 
 
 def throughput_plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
@@ -59,6 +55,10 @@ def throughput_plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> P
     ax.set_xlabel("throughput (log scale); grey: anchors")
     ax.grid(axis="x", which="both", alpha=0.3)
     ax.set_xlim(right=max(values) * 8 if values else 1)
+    return _save(fig, ax, path, title)
+
+
+def _save(fig: Any, ax: Any, path: Path, title: str) -> Path:
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,21 +73,9 @@ def _frame(frame: str, code_dir: Path) -> tuple[str, bool]:
     return f"{match['func']} ({path})", project
 
 
-@dataclass
-class ProfileSummary:
-    samples: int
-    inclusive: list[tuple[str, float]]  # project functions, share of samples with them on the stack
-    self_time: list[tuple[str, float]]  # any function, share of samples where it is the leaf
-
-    def render(self, top: int = 15) -> str:
-        lines = [f"{self.samples:,} samples", "inclusive (project code):"]
-        lines += [f"  {share:6.1%}  {name}" for name, share in self.inclusive[:top]]
-        lines.append("self (leaf frames):")
-        lines += [f"  {share:6.1%}  {name}" for name, share in self.self_time[:top]]
-        return "\n".join(lines)
-
-
-def summarise(path: Path, code_dir: Path = REPO_ROOT, top: int = 25) -> ProfileSummary:
+def summarise(path: Path, code_dir: Path = REPO_ROOT, top: int = 25) -> dict[str, Any]:
+    """The samples, the project functions by the share of samples with them on the stack
+    (inclusive) and any function by the share where it is the leaf (self)."""
     inclusive: Counter[str] = Counter()
     leaf: Counter[str] = Counter()
     total = 0
@@ -106,11 +93,11 @@ def summarise(path: Path, code_dir: Path = REPO_ROOT, top: int = 25) -> ProfileS
         for name in {name for name, project in named if project}:
             inclusive[name] += count
     share = max(total, 1)
-    return ProfileSummary(
-        samples=total,
-        inclusive=[(n, c / share) for n, c in inclusive.most_common(top)],
-        self_time=[(n, c / share) for n, c in leaf.most_common(top)],
-    )
+    return {
+        "samples": total,
+        "inclusive": [(n, c / share) for n, c in inclusive.most_common(top)],
+        "self": [(n, c / share) for n, c in leaf.most_common(top)],
+    }
 
 
 def finish_recording(proc: subprocess.Popen[bytes], path: Path, code_dir: Path) -> dict[str, Any]:
@@ -124,10 +111,10 @@ def finish_recording(proc: subprocess.Popen[bytes], path: Path, code_dir: Path) 
         log(f"py-spy failed ({proc.returncode}): {stderr.decode(errors='replace')[-500:]}")
         return {"path": None}
     summary = summarise(path, code_dir)
-    print(f"\nprofile {path.name}\n{summary.render()}\n", flush=True)
-    return {
-        "path": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
-        "samples": summary.samples,
-        "inclusive": summary.inclusive,
-        "self": summary.self_time,
-    }
+    lines = [f"{summary['samples']:,} samples", "inclusive (project code):"]
+    lines += [f"  {share:6.1%}  {name}" for name, share in summary["inclusive"][:15]]
+    lines.append("self (leaf frames):")
+    lines += [f"  {share:6.1%}  {name}" for name, share in summary["self"][:15]]
+    print(f"\nprofile {path.name}\n" + "\n".join(lines) + "\n", flush=True)
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    return {"path": str(shown), **summary}

@@ -27,13 +27,14 @@ import psycopg
 import redis
 
 from bench import environment, loadgen
-from bench.loading import COPY_CHUNK, BoardShape, Values, load_board
+from bench.loading import COPY_CHUNK, Values, load_board
 from bench.report import Laps
 from bench.server import ServerProcess
 
 OVERLAY_DIR = environment.BENCH_DIR / "django_overlay"  # bench_settings.py, bench_urls.py
 SETTINGS_MODULE = "bench_settings"
 BARE_PATH = "/bench/bare"
+NAIVE_RANK_PATH = "/bench/naive-rank"
 TOP_LIMIT = 100
 CURSOR_DEPTH = 1_000_000  # top-cursor: pages that continue from a cursor this deep (or the board's last page)
 CURSOR_SPREAD = 10_000  # ... at depths drawn from the CURSOR_SPREAD entries above it
@@ -51,15 +52,7 @@ CHECK_FRIEND_LISTS = 2
 # --------------------------------------------------------------------------- data
 
 
-def board_shape(pg: psycopg.Connection, board: environment.BoardInfo) -> BoardShape:
-    row = pg.execute(
-        'SELECT "order", mode, min_score, max_score, max_total FROM scores_board WHERE id = %s', (board.id,)
-    ).fetchone()
-    assert row is not None
-    return BoardShape(order=row[0], mode=row[1], min_score=int(row[2]), max_score=int(row[3]), max_total=row[4])
-
-
-def generate_values(shape: BoardShape, n: int, rng: random.Random) -> tuple[Values, int]:
+def generate_values(shape: environment.BoardInfo, n: int, rng: random.Random) -> tuple[Values, int]:
     """Values for players 1..N and how many players share their encoded score with another.
 
     A rating-like spread (log-normal, median 50,000, clamped to the board's bounds), so equal
@@ -123,7 +116,6 @@ class Fixture:
     """What the load needs once the data is in: who reads, with which credentials."""
 
     players: int
-    key: environment.ServerKey
     tokens: dict[int, str]  # player pk -> bearer token (the rank pool and the friend-list owners)
     rank_pool: list[int]
     friend_owners: list[int]
@@ -173,13 +165,7 @@ def release_django_connections() -> None:
             close_pool()
 
 
-def set_up(
-    args: argparse.Namespace,
-    env: environment.BenchEnv,
-    key: environment.ServerKey,
-    pg: psycopg.Connection,
-    r: redis.Redis,
-) -> Fixture:
+def set_up(args: argparse.Namespace, env: environment.BenchEnv, pg: psycopg.Connection, r: redis.Redis) -> Fixture:
     """Fill the prepared bench database and Redis db: players, values, friendships, the board; mint tokens."""
     rng = random.Random(args.seed)
     laps = Laps(2)
@@ -189,9 +175,8 @@ def set_up(
     _django(env)  # the measured code's scores/ and boards/, imported below
     game = environment.game_id(pg)
     board = environment.board_info(pg, args.board)
-    shape = board_shape(pg, board)
     environment.log(f"generating {args.players:,} values")
-    values, tied = generate_values(shape, args.players, rng)
+    values, tied = generate_values(board, args.players, rng)
     step("generate")
     environment.log(f"COPYing {args.players:,} players and their `all` values into {environment.BENCH_DB_NAME}")
     load_steps = load_board(pg, game, board, values)
@@ -242,7 +227,6 @@ def set_up(
     )
     return Fixture(
         players=args.players,
-        key=key,
         tokens=tokens,
         rank_pool=rank_pool,
         friend_owners=sorted(lists),
@@ -283,11 +267,7 @@ def set_up(
 def clear_caches(r: redis.Redis) -> int:
     """Empty the bench Redis db of everything but the boards (lb:*): the shared cache (top pages,
     profiles, player ids, friend lists) and the throttles' histories. Returns keys removed."""
-    db = int(r.connection_pool.connection_kwargs.get("db", 0))
-    if db != environment.BENCH_REDIS_DB:
-        raise environment.BenchError(
-            f"refusing to clear Redis db {db}: only db {environment.BENCH_REDIS_DB} belongs to the benchmarks"
-        )
+    environment.bench_db_only(r, "clear")
     doomed = [k for k in r.scan_iter(count=10_000) if not k.startswith(b"lb:")]
     for start in range(0, len(doomed), 10_000):
         r.unlink(*doomed[start : start + 10_000])
@@ -297,16 +277,12 @@ def clear_caches(r: redis.Redis) -> int:
 # --------------------------------------------------------------------------- scenarios
 
 
-Headers = list[tuple[str, str]]
-
-
 @dataclass(frozen=True)
 class Scenario:
     """A kind of read: the request for one target (a player pk, an offset), a random target for
     each request of the window, and the targets read once beforehand to warm the caches."""
 
     name: str
-    auth: str  # "public", "token" or "signed"
     build: Callable[[int], loadgen.Request]  # called right before sending; context = the request's headers
     pick: Callable[[], int]
     warm_targets: Sequence[int] = ()
@@ -318,47 +294,37 @@ class Scenario:
 def scenarios(fx: Fixture, board: str, rng: random.Random) -> dict[str, Scenario]:
     base = f"/api/v1/games/{environment.GAME_SLUG}/boards/{board}"
 
-    def get(path: str, headers: Headers) -> loadgen.Request:
-        return loadgen.Request("GET", path, b"", context=headers)
+    def get(path: str, token_of: int | None = None) -> loadgen.Request:
+        headers = [] if token_of is None else [("Authorization", f"Bearer {fx.tokens[token_of]}")]
+        return loadgen.Request("GET", path, b"", headers=headers)
 
-    def bearer(pk: int) -> Headers:
-        return [("Authorization", f"Bearer {fx.tokens[pk]}")]
+    def friends(pk: int) -> loadgen.Request:
+        return get(f"{base}/players/p{pk}/friends", pk)
 
-    def rank_path(pk: int) -> str:
-        return f"{base}/players/p{pk}?around={AROUND}"  # players are p1..pN (bench/loading.py load_board)
-
-    def pool_player() -> int:
-        return rng.choice(fx.rank_pool)
-
-    def owner() -> int:
-        return rng.choice(fx.friend_owners)
-
+    # players are p1..pN (bench/loading.py load_board)
     all_scenarios = [
-        Scenario("bare", "public", lambda _: get(BARE_PATH, []), lambda: 0),
-        Scenario("top", "public", lambda _: get(f"{base}/top?limit={TOP_LIMIT}", []), lambda: 0),
+        Scenario("bare", lambda _: get(BARE_PATH), lambda: 0),
+        Scenario(
+            "naive-sql",
+            lambda pk: get(f"{NAIVE_RANK_PATH}?board={fx.board.id}&player={pk}"),
+            lambda: rng.randint(1, fx.players),
+        ),
+        Scenario("top", lambda _: get(f"{base}/top?limit={TOP_LIMIT}"), lambda: 0),
         # Warm: the profiles of every cursor's page cached (pages stay cached one second only).
         Scenario(
             "top-cursor",
-            "public",
-            lambda i: get(f"{base}/top?limit={TOP_LIMIT}&cursor={fx.cursors[i]}", []),
+            lambda i: get(f"{base}/top?limit={TOP_LIMIT}&cursor={fx.cursors[i]}"),
             lambda: rng.randrange(len(fx.cursors)),
             warm_targets=range(len(fx.cursors)),
         ),
-        Scenario("rank", "token", lambda pk: get(rank_path(pk), bearer(pk)), pool_player, fx.rank_pool),
         Scenario(
-            "friends",
-            "token",
-            lambda pk: get(f"{base}/players/p{pk}/friends", bearer(pk)),
-            owner,
-            fx.friend_owners,
+            "rank",
+            lambda pk: get(f"{base}/players/p{pk}?around={AROUND}", pk),
+            lambda: rng.choice(fx.rank_pool),
+            fx.rank_pool,
         ),
-        Scenario(
-            "friends-1000",
-            "token",
-            lambda pk: get(f"{base}/players/p{pk}/friends", bearer(pk)),
-            lambda: rng.choice(fx.big_friend_owners),
-            fx.big_friend_owners,
-        ),
+        Scenario("friends", friends, lambda: rng.choice(fx.friend_owners), fx.friend_owners),
+        Scenario("friends-1000", friends, lambda: rng.choice(fx.big_friend_owners), fx.big_friend_owners),
     ]
     return {s.name: s for s in all_scenarios}
 
@@ -369,7 +335,7 @@ async def _warm(port: int, scenario: Scenario, concurrency: int) -> Counter[str]
     statuses: Counter[str] = Counter()
 
     async def worker() -> None:
-        conn = loadgen.HttpConnection("127.0.0.1", port, lambda req: req.context)
+        conn = loadgen.HttpConnection("127.0.0.1", port)
         try:
             while pending:
                 req = scenario.build(pending.pop())  # built when sent: signatures carry the time
@@ -394,19 +360,6 @@ def warm_caches(port: int, scenario: Scenario, concurrency: int) -> dict[str, An
     if bad:
         environment.log(f"warning: warming the caches for {scenario.name} got {bad}")
     return {"requests": sum(statuses.values()), "seconds": round(seconds, 2), "statuses": dict(statuses)}
-
-
-def before_figures(cleared: int, warmed: dict[str, Any] | None, busy: float, waited: float) -> dict[str, Any]:
-    """How a read scenario's window began, as the suite reports it: the keys
-    clear_caches() removed, the warming reads (warm_caches(); None when the caches start cold),
-    the machine's busy share just before and the seconds spent waiting for it to be quiet (a
-    figure taken on a busy machine is suspect; a long wait says other work was running)."""
-    return {
-        "cache_keys_cleared_before": cleared,
-        "warmed": warmed,
-        "machine_busy_before": round(busy, 3),
-        "waited_for_quiet_seconds": round(waited, 1),
-    }
 
 
 # --------------------------------------------------------------------------- correctness
@@ -480,10 +433,7 @@ def expected_from_postgres(
         ).fetchall()
         for owner, external_id, rank in rows:
             friend_ranks.setdefault(int(owner), {})[external_id] = int(rank)
-    total = pg.execute(
-        "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (board.id,)
-    ).fetchone()[0]  # type: ignore[index]
-    return Expected(ranks, friend_ranks, int(total))
+    return Expected(ranks, friend_ranks, environment.board_players(pg, board.id))
 
 
 def check_server(

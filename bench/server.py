@@ -20,7 +20,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 
 from bench import cpu
 from bench.environment import VENV_BIN, BenchEnv, BenchError
@@ -44,9 +43,9 @@ def _uvicorn(port: int, workers: int) -> list[str]:
     ]  # fmt: skip
 
 
-def _web(port: int, workers: int, *extra: str) -> list[str]:
+def _web(port: int, workers: int) -> list[str]:
     """scripts/web.py of the measured tree (the ServerProcess runs in code_dir)."""
-    return [str(VENV_BIN / "python"), "-u", "scripts/web.py", "--port", str(port), "--workers", str(workers), *extra]
+    return [str(VENV_BIN / "python"), "-u", "scripts/web.py", "--port", str(port), "--workers", str(workers)]
 
 
 SERVERS: dict[str, Callable[[int, int], list[str]]] = {"web": _web, "uvicorn": _uvicorn}
@@ -56,6 +55,55 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class ProcessGroup:
+    """A long-running subprocess in its own process group (the web tier and Celery fork workers):
+    stop() ends them all."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path, log_path: Path | None = None) -> None:
+        self.name = name
+        self.command = cmd
+        self.log_path = log_path or Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{os.getpid()}.log"
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self, signum: int = signal.SIGTERM, grace: float = 15.0) -> None:
+        """`signum` to the group, SIGKILL to whatever of it is left after `grace` seconds (forked
+        workers that outlived their parent included)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self._alive():
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+    def _alive(self) -> bool:
+        self.proc.poll()  # reap the leader so a zombie does not count
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            return ""
+        return "\n".join([f"(last {lines} lines of {self.log_path})", *tail])
 
 
 class ServerProcess:
@@ -70,22 +118,18 @@ class ServerProcess:
         extra_env: Mapping[str, str] | None = None,
         port: int | None = None,
     ) -> None:
-        if name not in SERVERS:
-            raise BenchError(f"unknown server {name!r}; choose from {', '.join(SERVERS)}")
         self.name = name
         self.env = env
-        self.workers = workers
         self.extra_env = dict(extra_env or {})  # on top of env.process_env(): settings module, throttles...
         self.ready_timeout = ready_timeout
         self.port = port or free_port()
         self.command = SERVERS[name](self.port, workers)
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{self.port}.log"
+        self.group: ProcessGroup | None = None
 
     @property
     def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
+        assert self.group is not None
+        return self.group.pid
 
     @property
     def base_url(self) -> str:
@@ -95,22 +139,14 @@ class ServerProcess:
         self.start()
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def start(self) -> None:
-        with open(self.log_path, "wb") as log_file:
-            self.proc = subprocess.Popen(
-                self.command,
-                cwd=self.env.code_dir,
-                env=self.env.process_env(**self.extra_env),
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: workers included in stop()
-            )
+        log_path = Path(tempfile.gettempdir()) / f"leaderboard-bench-{self.name}-{self.port}.log"
+        log_path.unlink(missing_ok=True)
+        env = self.env.process_env(**self.extra_env)
+        self.group = ProcessGroup(self.name, self.command, env, self.env.code_dir, log_path)
         try:
             self._wait_healthy()
         except BaseException:
@@ -118,12 +154,14 @@ class ServerProcess:
             raise
 
     def _wait_healthy(self) -> None:
+        assert self.group is not None
         deadline = time.monotonic() + self.ready_timeout
         last = "no answer"
         while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise BenchError(f"{self.name} exited with {self.proc.returncode} before /healthz:\n{self.log_tail()}")
+            if self.group.proc.poll() is not None:
+                raise BenchError(
+                    f"{self.name} exited with {self.group.proc.returncode} before /healthz:\n{self.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
                     if response.status == 200:
@@ -137,70 +175,16 @@ class ServerProcess:
         raise BenchError(f"{self.name} did not answer /healthz 200 within {self.ready_timeout:.0f} s ({last})")
 
     def stop(self) -> None:
-        """SIGTERM to the whole process group, SIGKILL after a grace period."""
-        if self.proc is None:
+        if self.group is None:
             return
-        self._signal_group(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while time.monotonic() < deadline and self._group_alive():
-            time.sleep(0.1)
-        if self._group_alive():
-            self._signal_group(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
+        self.group.stop(grace=STOP_GRACE_SECONDS)
         # An empty log says nothing; one with errors stays for `log_tail()` readers and humans.
         with contextlib.suppress(OSError):
-            if self.log_path.stat().st_size == 0:
-                self.log_path.unlink()
+            if self.group.log_path.stat().st_size == 0:
+                self.group.log_path.unlink()
 
-    def _signal_group(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signum)
-
-    def _group_alive(self) -> bool:
-        assert self.proc is not None
-        self.proc.poll()  # reap the leader so a zombie does not count
-        try:
-            os.killpg(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
-        except OSError:
-            return ""
-        return "\n".join([f"(last {lines} lines of {self.log_path})", *tail])
-
-
-class ProcessGroup:
-    """A long-running subprocess in its own process group (Celery forks workers): stop() ends them all."""
-
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path, log_path: Path | None = None) -> None:
-        self.name = name
-        self.command = cmd
-        self.log_path = log_path or Path(tempfile.gettempdir()) / f"leaderboard-bench-{name}-{os.getpid()}.log"
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(
-                cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-
-    def stop(self, signum: int = signal.SIGTERM, grace: float = 15.0) -> None:
-        """`signum` to the group, SIGKILL after `grace` seconds (and to forked workers that outlived their parent)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signum)
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+    def log_tail(self) -> str:
+        return self.group.log_tail() if self.group is not None else ""
 
 
 def background_commands(

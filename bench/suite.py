@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -27,7 +28,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -41,7 +41,7 @@ import psycopg
 import redis
 
 from bench import anchors, cpu, environment, ingest, loadgen, plots, profiling, reads
-from bench.cli import add_run_args, bench_parser, check_run_args, csv_choices, run_benchmark
+from bench.cli import add_run_args, bench_parser, csv_choices, run_benchmark
 from bench.code import CodeTree
 from bench.machine import command_line, machine_info, machine_line
 from bench.monitor import ServerMonitor, run_load
@@ -74,6 +74,7 @@ SCENARIOS = (
 SERVER = "web"  # bench/server.py: what `make run` starts
 LATEST_BOARD = "lap"  # bench/game.toml's latest board
 MIX = {"submit": 5, "rank": 60, "top": 30, "friends": 5}  # per 100 requests
+SUBMIT = ingest.Scenario("submit")  # a single-match submission, as mixed and the freshness probes send it
 FULL_MIRROR_CHECK_PLAYERS = 2_000_000  # above: the mirror is checked for the players written only
 FRESHNESS_TIMEOUT = 5.0  # seconds a probe polls before counting its result as not visible
 BUSY_LIMIT = 0.2
@@ -94,26 +95,15 @@ class Goal:
     met: Callable[[dict[str, Any]], bool]
 
 
-def _p99(row: dict[str, Any]) -> float | None:
-    return (row.get("latency_ms") or {}).get("p99")
-
-
 def x_bare(share: float) -> Goal:
     return Goal(f"≥ {share:g}× bare", lambda row: (row.get("x_bare") or 0) >= share)
 
 
 def p99_below(limit_ms: float, text: str = "") -> Goal:
-    return Goal(text or f"p99 < {limit_ms:g} ms", lambda row: (_p99(row) or float("inf")) < limit_ms)
+    def met(row: dict[str, Any]) -> bool:
+        return ((row.get("latency_ms") or {}).get("p99") or float("inf")) < limit_ms
 
-
-def at_least(value: float, unit: str, key: str = "throughput") -> Goal:
-    return Goal(f"≥ {value:,g} {unit}", lambda row: (row[key] or 0) >= value)
-
-
-def below(value: float, unit: str, *, strict: bool = True) -> Goal:
-    if strict:
-        return Goal(f"< {value:g} {unit}", lambda row: row["value"] < value)
-    return Goal(f"≤ {value:g} {unit}", lambda row: row["value"] <= value)
+    return Goal(text or f"p99 < {limit_ms:g} ms", met)
 
 
 # The goals docs/BENCHMARKS.md states, for this machine kind: reported, never asserted.
@@ -125,20 +115,19 @@ TARGETS: dict[str, tuple[Goal, ...]] = {
     "rank": (x_bare(0.5), p99_below(50)),
     "rank-open": (p99_below(10),),
     "single": (x_bare(0.30), p99_below(50)),
-    "batch": (at_least(20_000, "results/s"),),
+    "batch": (Goal("≥ 20,000 results/s", lambda row: (row["throughput"] or 0) >= 20_000),),
     "freshness": (p99_below(100),),
     # probes that never showed within the timeout are the target's miss, not a failed check
     "freshness-loaded": (p99_below(1000, "p99 < 1 s"), Goal("all visible", lambda row: not row.get("late"))),
-    "memory": (below(100, "B/member", strict=False),),
-    "rebuild": (at_least(300_000, "entries/s", key="value"),),
-    "freeze": (below(5, "s"),),
+    "memory": (Goal("≤ 100 B/member", lambda row: row["value"] <= 100),),
+    "rebuild": (Goal("≥ 300,000 entries/s", lambda row: row["value"] >= 300_000),),
+    "freeze": (Goal("< 5 s", lambda row: row["value"] < 5),),
 }
 
 
 def judge(row: dict[str, Any], target: str) -> None:
     """Add `target`'s goals to a summary row: its text, whether it is met, and which half holds."""
-    goals = TARGETS[target]
-    verdicts = [(goal.text, goal.met(row)) for goal in goals]
+    verdicts = [(goal.text, goal.met(row)) for goal in TARGETS[target]]
     row["target"] = ", ".join(text for text, _ in verdicts)
     row["target_met"] = all(met for _, met in verdicts)
     row["target_text"] = ", ".join(f"{text}: {'met' if met else 'missed'}" for text, met in verdicts)
@@ -192,7 +181,7 @@ class Run:
 
 def _read(scenario: reads.Scenario) -> loadgen.Request:
     req = scenario.request()
-    req.headers, req.tag = req.context, scenario.name
+    req.tag = scenario.name
     return req
 
 
@@ -286,7 +275,6 @@ def _measure_once(
         srv.port,
         make_request,
         tally.judge,
-        lambda req: req.context,
         concurrency=concurrency,
         stagger=args.stagger,
         rate=rate,
@@ -304,7 +292,11 @@ def _measure_once(
         "requests_by_tag": {tag: len(v) for tag, v in sorted(result.latencies_by_tag.items())},
         "degraded": tally.degraded,
         "max_send_lag_ms": ms(result.max_send_lag) if rate else None,
-        **reads.before_figures(cleared, warmed, busy_before, waited),
+        # how the window began: a figure taken on a busy machine is suspect; a long wait says other work ran
+        "cache_keys_cleared_before": cleared,
+        "warmed": warmed,
+        "machine_busy_before": round(busy_before, 3),
+        "waited_for_quiet_seconds": round(waited, 1),
         **monitor.figures(result.completed),
         "server_command": srv.command,
         "append_service": srv.extra_env.get("WEB_APPEND_SERVICE") == "1",  # group commit on for this server
@@ -354,14 +346,9 @@ def scenario_redis(run: Run) -> None:
     requests = max(2_000, min(200_000, args.players // 5))
     common = {"clients": args.concurrency, "requests": requests, "keyspace": args.players}
     try:
-        run.details["redis ZADD"] = {
-            **anchors.redis_benchmark(run.env.redis_url, ["ZADD", anchors.ANCHOR_KEY, "__rand_int__", "__rand_int__"], **common),
-            "load": f"{args.concurrency} connections",
-        }  # fmt: skip
-        run.details["redis ZREVRANK"] = {
-            **anchors.redis_benchmark(run.env.redis_url, ["ZREVRANK", anchors.ANCHOR_KEY, "__rand_int__"], **common),
-            "load": f"{args.concurrency} connections",
-        }
+        for command, *operands in (["ZADD", "__rand_int__", "__rand_int__"], ["ZREVRANK", "__rand_int__"]):
+            figures = anchors.redis_benchmark(run.env.redis_url, [command, anchors.ANCHOR_KEY, *operands], **common)
+            run.details[f"redis {command}"] = {**figures, "load": f"{args.concurrency} connections"}
     finally:
         run.r.unlink(anchors.ANCHOR_KEY)
     run.details["redis load"] = loaded
@@ -376,15 +363,6 @@ def scenario_reads(run: Run, name: str) -> None:
     }
     if skipped.get(name):
         environment.log(f"{name}: {skipped[name]}; skipped")
-        return
-    if name == "naive-sql":
-        players, board_id = run.fixture.players, run.board.id
-
-        def naive() -> loadgen.Request:
-            path = f"/bench/naive-rank?board={board_id}&player={run.rng.randint(1, players)}"
-            return loadgen.Request("GET", path, b"", headers=[], tag="naive-sql")
-
-        run.details[name] = measure(run, name, naive, concurrency=args.concurrency)
         return
     if name == "rank-open":
         closed = run.details.get("rank")
@@ -408,9 +386,8 @@ def scenario_reads(run: Run, name: str) -> None:
     run.details[name] = detail
 
 
-def scenario_mixed(run: Run) -> None:
+def scenario_mixed(run: Run, name: str) -> None:
     sc = run.read_scenarios()
-    single = ingest.Scenario("submit", f"/api/v1/games/{environment.GAME_SLUG}/matches", 1, batch=False)
     factory = run.match_factory("mixed")
     deck: list[str] = []
 
@@ -420,11 +397,11 @@ def scenario_mixed(run: Run) -> None:
             run.rng.shuffle(deck)
         kind = deck.pop()
         if kind == "submit":
-            return run.signed(single.request(factory), "submit")
+            return run.signed(SUBMIT.request(factory), "submit")
         return _read(sc[kind])
 
     detail = measure(
-        run, "mixed", make, submissions={"submit": single}, concurrency=run.args.concurrency,
+        run, "mixed", make, submissions={"submit": SUBMIT}, concurrency=run.args.concurrency,
         warm=[sc["rank"], sc["friends"]],
     )  # fmt: skip
     detail["mix_per_100"] = MIX
@@ -439,14 +416,12 @@ def scenario_ingest(run: Run, name: str) -> None:
     if name == "single-direct":
         # the in-request path (scores/ingest/submit.py) of a web tier without the append service
         server_env = {"WEB_APPEND_SERVICE": "0"}
-    if name in ("single", "single-direct", "single-latest"):
-        scenario = ingest.Scenario(name, f"/api/v1/games/{environment.GAME_SLUG}/matches", 1, batch=False)
-        concurrency = args.concurrency
-    else:
-        scenario = ingest.Scenario(
-            "batch", f"/api/v1/games/{environment.GAME_SLUG}/matches/batch", args.batch_size, batch=True
-        )
+    if name == "batch":
+        scenario = ingest.Scenario("batch", args.batch_size, batch=True)
         concurrency = args.batch_concurrency
+    else:
+        scenario = ingest.Scenario(name)
+        concurrency = args.concurrency
     if name == "single-latest":
         # the latest board (bench/game.toml): every result is the player's value anew, written
         # absolutely, never ZADD GT; scores uniform within its bounds
@@ -473,7 +448,7 @@ def cpu_per_result(cores: dict[str, float], results_per_s: float) -> dict[str, f
     return {p: round(1000 * cores.get(p, 0.0) / results_per_s, 3) if results_per_s else None for p in parts}
 
 
-async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str = "fresh") -> dict[str, Any]:
+async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str) -> dict[str, Any]:
     """Probers, each in turn: read a player's score, submit a match with one more, and from the
     2xx on poll the player's rank until the API shows the new score (or FRESHNESS_TIMEOUT)."""
     loop = asyncio.get_running_loop()
@@ -485,53 +460,40 @@ async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str
     outcome: Counter[str] = Counter()
     acked: list[str] = []
     deadline = loop.time() + seconds
-    counter = iter(range(10**9))
+    counter = itertools.count()
 
     async def score_of(conn: loadgen.HttpConnection, pk: int) -> int | None:
-        path = f"{base}/players/p{pk}?around=0"
-        response = await conn.request(loadgen.Request("GET", path, b"", headers=reads_bearer(run, pk)))
+        bearer = [("Authorization", f"Bearer {run.fixture.tokens[pk]}")]
+        response = await conn.request(loadgen.Request("GET", f"{base}/players/p{pk}?around=0", b"", headers=bearer))
         return json.loads(response.body).get("score") if response.status == 200 else None
 
+    async def probe(conn: loadgen.HttpConnection, pk: int) -> str:
+        current = await score_of(conn, pk)
+        if current is None or current >= run.board.max_score:
+            return "unreadable"
+        match_id = f"{run.tag}-{tag}-{next(counter)}"
+        body = json.dumps(ingest.match(match_id, f"p{pk}", run.board.slug, current + 1), separators=(",", ":"))
+        response = await conn.request(run.signed(loadgen.Request("POST", SUBMIT.path, body.encode()), "submit"))
+        acknowledged = time.perf_counter()  # uvloop's loop.time() counts whole milliseconds
+        if response.status == 503 and b'"overloaded"' in response.body:
+            return "refused 503 overloaded"  # admission control: nothing stored, no promise made
+        if response.status != 201 or json.loads(response.body).get("status") != "accepted":
+            return f"submission {response.status} {response.body[:80].decode(errors='replace')}"
+        acked.append(match_id)
+        for n in itertools.count(1):
+            if await score_of(conn, pk) == current + 1:
+                samples.append(time.perf_counter() - acknowledged)
+                polls.append(n)
+                return "visible"
+            if time.perf_counter() - acknowledged > FRESHNESS_TIMEOUT:
+                return "not visible"
+        raise AssertionError("unreachable")
+
     async def prober() -> None:
-        conn = loadgen.HttpConnection("127.0.0.1", port, lambda req: [])
+        conn = loadgen.HttpConnection("127.0.0.1", port)
         try:
             while loop.time() < deadline and pool:
-                pk = pool.pop()
-                current = await score_of(conn, pk)
-                if current is None or current >= run.board.max_score:
-                    outcome["unreadable"] += 1
-                    continue
-                match_id = f"{run.tag}-{tag}-{next(counter)}"
-                ended_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-                body = json.dumps(
-                    {"match_id": match_id, "ended_at": ended_at,
-                     "results": [{"player": f"p{pk}", "board": run.board.slug, "score": current + 1}]},
-                    separators=(",", ":"),
-                ).encode()  # fmt: skip
-                req = run.signed(
-                    loadgen.Request("POST", f"/api/v1/games/{environment.GAME_SLUG}/matches", body), "submit"
-                )
-                response = await conn.request(req)
-                acknowledged = time.perf_counter()  # uvloop's loop.time() counts whole milliseconds
-                if response.status == 503 and b'"overloaded"' in response.body:
-                    outcome["refused 503 overloaded"] += 1  # admission control: nothing stored, no promise made
-                    continue
-                if response.status != 201 or json.loads(response.body).get("status") != "accepted":
-                    outcome[f"submission {response.status} {response.body[:80].decode(errors='replace')}"] += 1
-                    continue
-                acked.append(match_id)
-                n = 0
-                while True:
-                    seen = await score_of(conn, pk)
-                    n += 1
-                    if seen == current + 1:
-                        samples.append(time.perf_counter() - acknowledged)
-                        polls.append(n)
-                        outcome["visible"] += 1
-                        break
-                    if time.perf_counter() - acknowledged > FRESHNESS_TIMEOUT:
-                        outcome["not visible"] += 1
-                        break
+                outcome[await probe(conn, pool.pop())] += 1
         finally:
             await conn.close()
 
@@ -539,78 +501,79 @@ async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str
     return {"samples_s": samples, "polls": polls, "outcome": dict(outcome), "acked": acked}
 
 
-def reads_bearer(run: Run, pk: int) -> list[tuple[str, str]]:
-    return [("Authorization", f"Bearer {run.fixture.tokens[pk]}")]
-
-
-def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
+def scenario_freshness(run: Run, name: str) -> None:
     """`freshness`: the probers alone. `freshness-loaded`: the same probers while batch ingest
     runs at full rate (--batch-concurrency connections of --batch-size matches) beside them."""
     args = run.args
-    name = "freshness-loaded" if loaded else "freshness"
-    batch = ingest.Scenario(
-        "batch", f"/api/v1/games/{environment.GAME_SLUG}/matches/batch", args.batch_size, batch=True
-    )
+    loaded = name == "freshness-loaded"
+    batch = ingest.Scenario("batch", args.batch_size, batch=True)
     factory = run.match_factory(name)
     tally = Tally({"batch": batch})
+    beside = f", beside batch ingest at {args.batch_concurrency} connections" if loaded else ""
+    batch_results: list[loadgen.LoadResult] = []
     with serving(run) as srv:
         busy_before, _ = _wait_quiet(args)
-        beside = f", beside batch ingest at {args.batch_concurrency} connections" if loaded else ""
         environment.log(f"{name}: {args.freshness_probers} probers for {args.seconds:g} s{beside}")
+
+        def batch_load() -> None:
+            # its own thread and event loop: building and signing 1000-match bodies would
+            # otherwise hold up the probers' loop and count in their latencies
+            load = loadgen.Load(
+                host="127.0.0.1", port=srv.port, warmup=0, seconds=args.seconds,
+                make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
+                timeout=args.timeout,
+            )  # fmt: skip
+            closed = loadgen.closed_loop(load, concurrency=args.batch_concurrency, stagger=args.stagger)
+            batch_results.append(asyncio.run(closed))
+
+        loader = threading.Thread(target=batch_load, name="batch-load")
         monitor = ServerMonitor(run.env, srv.pid, r=run.r)
         lag = ingest.LagSampler(run.env.database_url)
         with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
             monitor.start()
-
-            loads: list[loadgen.LoadResult] = []
-
-            def batch_load() -> None:
-                # its own thread and event loop: building and signing 1000-match bodies would
-                # otherwise hold up the probers' loop and count in their latencies
-                loads.append(asyncio.run(loadgen.closed_loop(
-                    loadgen.Load(
-                        host="127.0.0.1", port=srv.port, warmup=0, seconds=args.seconds,
-                        make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
-                        headers=lambda req: req.context, timeout=args.timeout,
-                    ),
-                    concurrency=args.batch_concurrency, stagger=args.stagger,
-                )))  # fmt: skip
-
-            loader = threading.Thread(target=batch_load, name="batch-load") if loaded else None
-            if loader:
+            if loaded:
                 loader.start()
-            found = runner.run(_freshness(run, srv.port, args.freshness_probers, args.seconds, tag=f"{name}-probe"))
-            if loader:
+            found = runner.run(_freshness(run, srv.port, args.freshness_probers, args.seconds, f"{name}-probe"))
+            if loaded:
                 loader.join()
-            load_result = loads[0] if loads else None
             monitor.stop()
-    samples = found["samples_s"]
+    samples, polls, outcome = found["samples_s"], found["polls"], found["outcome"]
     detail: dict[str, Any] = {
         "scenario": name,
         "load": f"{args.freshness_probers} probers" + (beside or ", nothing else"),
         "probes": len(samples),
         "probes_per_s": len(samples) / args.seconds,
         "latency_ms": latency_ms(samples),
-        "polls_per_probe": {"mean": round(sum(found["polls"]) / len(found["polls"]), 2) if found["polls"] else None,
-                            "max": max(found["polls"], default=None)},
-        "outcome": found["outcome"],
+        "polls_per_probe": {
+            "mean": round(sum(polls) / len(polls), 2) if polls else None,
+            "max": max(polls, default=None),
+        },
+        "outcome": outcome,
         "machine_busy_before": round(busy_before, 3),
         "cpu_cores": monitor.cores,
         "projector_lag": lag.report(),
         "acked_match_ids": found["acked"] + tally.acked,
-    }  # fmt: skip
-    if load_result is not None:
+    }
+    logged = (
+        f"{name}: {len(samples)} probes, p50 {detail['latency_ms']['p50']} ms, p99 {detail['latency_ms']['p99']} ms"
+    )
+    if batch_results:
         # accepted and refused side by side: admission control keeps the promise by refusing
-        seconds = load_result.measured_seconds
-        refused = load_result.statuses.get("503", 0)
+        seconds = batch_results[0].measured_seconds
+        statuses = batch_results[0].statuses
         detail["batch_results_per_s"] = tally.measured_results / seconds
-        detail["batch_refused_results_per_s"] = refused * args.batch_size / seconds
-        detail["batch_statuses"] = dict(load_result.statuses)
-        detail["load"] += (
-            f": {detail['batch_results_per_s']:,.0f} results/s accepted, "
-            f"{detail['batch_refused_results_per_s']:,.0f} refused (503)"
+        detail["batch_refused_results_per_s"] = statuses.get("503", 0) * args.batch_size / seconds
+        detail["batch_statuses"] = dict(statuses)
+        rates = (
+            f"{detail['batch_results_per_s']:,.0f} results/s accepted, "
+            f"{detail['batch_refused_results_per_s']:,.0f} refused"
         )
-    not_visible = found["outcome"].get("not visible", 0)
+        detail["load"] += f": {rates} (503)"
+        logged += f"; batch ingest {rates}"
+    if "refused 503 overloaded" in outcome:
+        logged += f"; {outcome['refused 503 overloaded']} probes refused"
+    environment.log(f"{logged}; projector lag max {detail['projector_lag']['max_s']} s")
+    not_visible = outcome.get("not visible", 0)
     check_writes(run, detail)
     late = f"{not_visible} of {len(samples) + not_visible} not visible within {FRESHNESS_TIMEOUT:g} s"
     if loaded:
@@ -620,21 +583,6 @@ def scenario_freshness(run: Run, *, loaded: bool = False) -> None:
             detail["late"] = late
     elif not_visible or not samples:
         detail["check"] = late
-    environment.log(
-        f"{name}: {len(samples)} probes, p50 {detail['latency_ms']['p50']} ms, p99 {detail['latency_ms']['p99']} ms"
-        + (
-            f"; batch ingest {detail['batch_results_per_s']:,.0f} results/s accepted, "
-            f"{detail['batch_refused_results_per_s']:,.0f} refused"
-            if load_result is not None
-            else ""
-        )
-        + (
-            f"; {found['outcome']['refused 503 overloaded']} probes refused"
-            if "refused 503 overloaded" in found["outcome"]
-            else ""
-        )
-        + f"; projector lag max {detail['projector_lag']['max_s']} s"
-    )
     run.details[name] = detail
 
 
@@ -654,9 +602,7 @@ def scenario_freeze(run: Run) -> None:
     from seasons.services import window_freeze
 
     cfg = cached_board(environment.GAME_SLUG, board_slug=run.args.board)
-    rows = run.pg.execute(
-        "SELECT count(*) FROM scores_playervalue WHERE board_id = %s AND \"window\" = 'all'", (run.board.id,)
-    ).fetchone()[0]  # type: ignore[index]
+    rows = environment.board_players(run.pg, run.board.id)
     environment.log(f"freeze: the `all` window's {rows:,} players")
     started = time.perf_counter()
     freeze = window_freeze(board=cfg, window="all", reason="bench")
@@ -814,56 +760,83 @@ SMOKE = {  # --smoke: tiny data, about a second per scenario (what tests/bench/t
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = bench_parser("python -m bench", __doc__)
-    add_run_args(
-        parser, "players", "seconds", "warmup", "concurrency", "batch-size", "workers", "board", "token-pool",
-        "friend-players", "friends", "throttle-rate", "seed", "timeout", "stagger", "quiet-wait", "retries", "code",
-        "profile",
-        workers=DEFAULT_WEB_WORKERS,
-    )  # fmt: skip
-    parser.add_argument(
-        "--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}"
+    add_run_args(parser, "players", "seconds", "batch-size", "code")
+    add = parser.add_argument
+    add("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
+    add("--concurrency", type=int, default=32, help="closed-loop connections (default 32)")
+    add(
+        "--workers",
+        type=int,
+        default=DEFAULT_WEB_WORKERS,
+        help="HTTP worker processes of a server (default %(default)s)",
     )
-    parser.add_argument("--smoke", action="store_true",
-                        help="seconds, tiny data: 2,000 players, 1 s per scenario, one server (the test suite's run)")  # fmt: skip
-    parser.add_argument("--batch-concurrency", type=int, default=4, help="connections sending batches (default 4)")
-    parser.add_argument("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
-    parser.add_argument("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
-    parser.add_argument("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
-    parser.add_argument("--projectors", type=int, default=1, help="projector processes, lanes split (default 1)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
-    parser.add_argument("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
+    add("--board", default="rating", help="board of bench/game.toml (default rating)")
+    add("--token-pool", type=int, default=2000, help="players the rank scenarios read (default 2000)")
+    add("--friend-players", type=int, default=500, help="players with a friend list (default 500)")
+    add("--friends", type=int, default=200, help="friends each of them has (default 200)")
+    add(
+        "--throttle-rate",
+        default="100000000/min",
+        help="THROTTLE_PLAYER_READS and THROTTLE_ADDRESS_READS of the servers (raised; default 100000000/min)",
+    )
+    add("--seed", type=int, default=42, help="random seed of the data (default 42)")
+    add("--timeout", type=float, default=60.0, help="seconds before a request counts as timed out (default 60)")
+    add(
+        "--stagger",
+        type=float,
+        default=0.01,
+        help="seconds between the starts of two connections (default 0.01; see bench/loadgen.py)",
+    )
+    add(
+        "--quiet-wait",
+        type=float,
+        default=60.0,
+        help="seconds to wait before each scenario for the machine to be under 20%% busy (default 60)",
+    )
+    add(
+        "--retries",
+        type=int,
+        default=1,
+        help="reruns of a read scenario that other work took over 0.25 cores from (default 1)",
+    )
+    add("--profile", choices=("cpu", "wall"), help="record what is measured with py-spy (it slows it)")
+    add("--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}")
+    add(
+        "--smoke",
+        action="store_true",
+        help="seconds, tiny data: 2,000 players, 1 s per scenario, one server (the test suite's run)",
+    )
+    add("--batch-concurrency", type=int, default=4, help="connections sending batches (default 4)")
+    add("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
+    add("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
+    add("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
+    add("--projectors", type=int, default=1, help="projector processes, lanes split (default 1)")
+    add("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
+    add("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
-    if args.smoke:
-        explicit = {a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:]) if a.startswith("--")}
-        for name, value in SMOKE.items():
-            if f"--{name.replace('_', '-')}" not in explicit:
-                setattr(args, name, value)
-    check_run_args(parser, args)
+    if args.smoke:  # its sizes replace the defaults; flags given still win
+        parser.set_defaults(**SMOKE)
+        args = parser.parse_args(argv)
+    for name in ("players", "seconds", "concurrency", "token_pool", "friend_players", "friends"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.warmup < 0:
+        parser.error("--warmup must not be negative")
+    if not 1 <= args.batch_size <= 1000:
+        parser.error("--batch-size must be 1-1000 (docs/api.md §4)")
+    if args.players <= args.friend_players + args.friends:
+        parser.error("--players must exceed --friend-players + --friends (friends are drawn among the others)")
     if args.profile:
         profiling.py_spy_binary()  # fails now, with how to install it, rather than mid-run
     return args
 
 
-@dataclass
-class SuiteStart:
-    """What the suite notes before any work: the machine's state then, for the run's header."""
-
-    started: datetime
-    wall: float  # time.monotonic()
-    busy: tuple[int, int]  # cpu.busy_ticks()
-    load: tuple[float, float, float]  # os.getloadavg()
-    stamp: str
-    laps: Laps
-
-    @classmethod
-    def now(cls) -> SuiteStart:
-        started = datetime.now(UTC)
-        return cls(started, time.monotonic(), cpu.busy_ticks(), os.getloadavg(), utc_stamp(started), Laps(1))
-
-
 def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
-    start = SuiteStart.now()
-    phase = start.laps.mark
+    # the machine's state before any work, for the run's header
+    started, wall = datetime.now(UTC), time.monotonic()
+    busy_at_start, load_at_start = cpu.busy_ticks(), os.getloadavg()
+    laps = Laps(1)
+    phase = laps.mark
     environment.log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
     environment.prepare_database(env)
     key = environment.create_server_key(env)
@@ -871,23 +844,28 @@ def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTre
     with environment.connect(env) as pg, environment.redis_client(env) as r:
         machine = machine_info(pg, r)
         environment.log(machine_line(machine))
-        fixture = reads.set_up(args, env, key, pg, r)  # COPY, friendships, rebuild (timed), tokens
+        fixture = reads.set_up(args, env, pg, r)  # COPY, friendships, rebuild (timed), tokens
         phase("data")
         run = Run(args, env, key, pg, r, fixture, reads.server_env(args), secrets.token_hex(4), random.Random())
         celery_commands, correctness = run_scenarios(run, phase)
         # the board and its caches: ~150 MB at 1M of a Redis others use too
         environment.flush_redis(r, wait_freed=False)
-    machine_during_run(machine, start, args)
-    wall_seconds = round(time.monotonic() - start.wall, 1)
+    # how busy the machine was over the run, and what served
+    busy, total = cpu.busy_ticks()
+    machine["busy_during_run"] = round((busy - busy_at_start[0]) / max(total - busy_at_start[1], 1), 3)
+    machine["load_average_at_start"] = [round(x, 2) for x in load_at_start]
+    machine["server"] = SERVER
+    machine["packages"] = _versions()
+    wall_seconds = round(time.monotonic() - wall, 1)
     rows = summary(run.details)
     other = measures(run.details, fixture.setup)
     ok = correctness["ranks"]["ok"] and all(r["check"] in ("ok", "-") for r in rows + other)
-    markdown = f"{run_header(run, machine, start, correctness, wall_seconds)}\n\n{render(rows, other)}\n"
+    markdown = f"{run_header(run, machine, correctness, wall_seconds)}\n\n{render(rows, other)}\n"
     payload = {
         "benchmark": "suite",
-        "started_at": start.started.isoformat(),
+        "started_at": started.isoformat(),
         "wall_seconds": wall_seconds,
-        "phases_seconds": start.laps.seconds,
+        "phases_seconds": laps.seconds,
         "command": command_line(),
         "machine": machine,
         "code": code.info,
@@ -905,12 +883,27 @@ def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTre
         "correctness": correctness,
         "ok": ok,
     }
-    latency_png, throughput_png, json_path = write_results(args.out, start.stamp, machine, markdown, rows, payload)
+    latency_png, throughput_png, json_path = write_results(
+        args.out, utc_stamp(started), machine, markdown, rows, payload
+    )
     if args.publish and args.smoke:
         environment.log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
     elif args.publish:
         publish(markdown, latency_png, throughput_png, json_path)
     return 0 if ok else 2
+
+
+# The scenarios over HTTP, while the servers run; redis runs before them, freeze after.
+HTTP_SCENARIOS: dict[str, Callable[[Run, str], None]] = {
+    **dict.fromkeys(
+        ("bare", "naive-sql", "top", "top-origin", "top-cursor", "rank", "rank-open", "friends", "friends-1000"),
+        scenario_reads,
+    ),
+    "mixed": scenario_mixed,
+    "freshness": scenario_freshness,
+    "freshness-loaded": scenario_freshness,
+    **dict.fromkeys(("single", "single-direct", "single-latest", "batch"), scenario_ingest),
+}
 
 
 def run_scenarios(run: Run, phase: Callable[[str], None]) -> tuple[dict[str, list[str]], dict[str, Any]]:
@@ -932,19 +925,9 @@ def run_scenarios(run: Run, phase: Callable[[str], None]) -> tuple[dict[str, lis
                 ServerProcess(SERVER, env, workers=args.workers, extra_env=run.server_env)
             )
         for name in chosen:
-            if name in (
-                "bare", "naive-sql", "top", "top-origin", "top-cursor", "rank", "rank-open", "friends", "friends-1000",
-            ):  # fmt: skip
-                scenario_reads(run, name)
-            elif name == "mixed":
-                scenario_mixed(run)
-            elif name in ("freshness", "freshness-loaded"):
-                scenario_freshness(run, loaded=name == "freshness-loaded")
-            elif name in ("single", "single-direct", "single-latest", "batch"):
-                scenario_ingest(run, name)
-            else:
-                continue
-            phase(name)
+            if name in HTTP_SCENARIOS:
+                HTTP_SCENARIOS[name](run, name)
+                phase(name)
         correctness["ranks"] = check_reads(run)
         phase("correctness")
     if "freeze" in chosen:
@@ -953,18 +936,7 @@ def run_scenarios(run: Run, phase: Callable[[str], None]) -> tuple[dict[str, lis
     return celery_commands, correctness
 
 
-def machine_during_run(machine: dict[str, Any], start: SuiteStart, args: argparse.Namespace) -> None:
-    """Add to the machine's description how busy it was over the run and what served."""
-    busy, total = cpu.busy_ticks()
-    machine["busy_during_run"] = round((busy - start.busy[0]) / max(total - start.busy[1], 1), 3)
-    machine["load_average_at_start"] = [round(x, 2) for x in start.load]
-    machine["server"] = SERVER
-    machine["packages"] = _versions()
-
-
-def run_header(
-    run: Run, machine: dict[str, Any], start: SuiteStart, correctness: dict[str, Any], wall_seconds: float
-) -> str:
+def run_header(run: Run, machine: dict[str, Any], correctness: dict[str, Any], wall_seconds: float) -> str:
     """The paragraph above the tables: the setup, the load, how busy the machine was, the checks."""
     args = run.args
     disturbed = {n: d["cpu_cores"].get("other") for n, d in run.details.items() if "cpu_cores" in d}
@@ -972,7 +944,7 @@ def run_header(
         f"{machine_line(machine)}; server `{SERVER}` with {args.workers} workers"
         f"{', Celery worker and beat' if args.celery else ''}, the projector, DEBUG off. {args.players:,} players; "
         f"{args.seconds:g} s measured per scenario after {args.warmup:g} s. Machine busy during the whole run: "
-        f"{machine['busy_during_run']:.0%} (load average {start.load[0]:.2f} at the start); other work's CPU during "
+        f"{machine['busy_during_run']:.0%} (load average {machine['load_average_at_start'][0]:.2f} at the start); other work's CPU during "
         f"the windows at most {max(disturbed.values(), default=0):.2f} cores. Ranks vs SQL: "
         f"{reads.correct_text(correctness['ranks'])}. Wall time {wall_seconds:.0f} s."
     )

@@ -8,30 +8,26 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from bench import loadgen
 from bench.environment import log
+from bench.ingest import Scenario
 from bench.report import latency_ms
 
 ERROR_SAMPLES = 5  # non-2xx bodies kept for the report
-
-
-class Submission(Protocol):
-    batch: bool  # a {"matches": [...]} body answered item by item, else one match
 
 
 @dataclass
 class Tally:
     """`submissions`: request tag -> how that kind of submission is sent; any other request is a read."""
 
-    submissions: dict[str, Submission] = field(default_factory=dict)
+    submissions: dict[str, Scenario] = field(default_factory=dict)
     measured_ok: int = 0  # 2xx responses completed in the measured window, reads and submissions
     degraded: int = 0  # reads answered 2xx from Postgres because Redis failed: not what is measured
     acked: list[str] = field(default_factory=list)  # every match id answered 2xx (or accepted in a batch)
     rejected: Counter[str] = field(default_factory=Counter)  # batch items answered "rejected", by error code
-    measured_matches: int = 0
-    measured_results: int = 0  # one result per match
+    measured_results: int = 0  # acknowledged in the measured window: one result per match
     bad_bodies: list[str] = field(default_factory=list)  # a few non-2xx bodies
 
     def judge(self, req: loadgen.Request, response: loadgen.Response | None, measured: bool) -> None:
@@ -59,7 +55,6 @@ class Tally:
             acked = req.context
         self.acked.extend(acked)
         if measured:
-            self.measured_matches += len(acked)
             self.measured_results += len(acked)
 
 

@@ -38,6 +38,7 @@ import random
 import resource
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +46,7 @@ from typing import Any
 from bench import cpu, environment
 from bench.cli import add_run_args, run_benchmark
 from bench.code import CodeTree
+from bench.ingest import match
 from bench.loadgen import HttpConnection, Request, sign
 from bench.machine import machine_info
 from bench.report import markdown_table, ms, percentile, report_results
@@ -101,11 +103,11 @@ def _client_cpu() -> float:
 
 class Submitter:
     def __init__(self, port: int, key_id: str, secret: str) -> None:
-        self.conn = HttpConnection("127.0.0.1", port, lambda req: [])
+        self.conn = HttpConnection("127.0.0.1", port)
         self.key_id, self.secret = key_id, secret
         self.count = 0
         self.overloaded = 0  # 503s retried
-        self.statuses: dict[str, int] = {}
+        self.statuses: Counter[str] = Counter()
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """POST, the same body again while the service answers 503 `overloaded` (admission
@@ -124,16 +126,12 @@ class Submitter:
     async def result(self, player: str, score: int) -> float:
         """Submit one result; the monotonic time its 2xx arrived."""
         self.count += 1
-        body = {
-            "match_id": f"ws-{os.getpid()}-{self.count}-{time.time_ns()}",
-            "ended_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "results": [{"player": player, "board": BOARD, "score": score}],
-        }
+        body = match(f"ws-{os.getpid()}-{self.count}-{time.time_ns()}", player, BOARD, score)
         status, reply = await self.post(f"/api/v1/games/{GAME}/matches", body)
         done = time.monotonic()
         if status // 100 != 2:
             raise environment.BenchError(f"submission answered {status}: {reply}")
-        self.statuses[reply.get("status", "?")] = self.statuses.get(reply.get("status", "?"), 0) + 1
+        self.statuses[reply.get("status", "?")] += 1
         return done
 
 
@@ -141,11 +139,7 @@ async def _seed(sub: Submitter, players: int) -> None:
     rng = random.Random(7)
     for start in range(0, players, 1000):
         matches = [
-            {
-                "match_id": f"seed-{i}",
-                "ended_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-                "results": [{"player": f"p{i}", "board": BOARD, "score": rng.randint(*SEED_SCORE)}],
-            }
+            match(f"seed-{i}", f"p{i}", BOARD, rng.randint(*SEED_SCORE))
             for i in range(start + 1, min(start + 1000, players) + 1)
         ]
         status, reply = await sub.post(f"/api/v1/games/{GAME}/matches/batch", {"matches": matches})
@@ -247,7 +241,7 @@ async def _step(
             await c.ws.close()
         if c.task:
             c.task.cancel()
-    environment.log(f"submission statuses so far: {sub.statuses}")
+    environment.log(f"submission statuses so far: {dict(sub.statuses)}")
     return {
         "clients": n,
         "tokened": tokened,
@@ -263,38 +257,22 @@ async def _step(
 
 
 def render(steps: list[dict[str, Any]]) -> str:
-    rows = []
-    for s in steps:
-        q, b = s["quiet"], s["busy"]
-        rows.append(
-            [
-                f"{s['connected']}/{s['clients']}",
-                s["connect_seconds"],
-                f"{s['server_cpu_share_busy'] * 100:.0f}%",
-                f"{s['client_cpu_share_busy'] * 100:.0f}%",
-                s["server_rss_mb"],
-                f"{q['rank']['p50_ms']} / {q['rank']['p99_ms']}",
-                f"{q['top']['p50_ms']} / {q['top']['p99_ms']}",
-                f"{b['rank']['p50_ms']} / {b['rank']['p99_ms']}",
-                f"{b['top']['p50_ms']} / {b['top']['p99_ms']}",
-                q["rank_missed"] + b["rank_missed"],
-            ]
-        )
-    return markdown_table(
+    phases = [(phase, kind) for phase in ("quiet", "busy") for kind in ("rank", "top")]
+    rows = [
         [
-            "sockets",
-            "connect s",
-            "web CPU (busy)",
-            "client CPU",
-            "web RSS MB",
-            "quiet rank p50/p99 ms",
-            "quiet top p50/p99 ms",
-            "busy rank p50/p99 ms",
-            "busy top p50/p99 ms",
-            "rank missed",
-        ],
-        rows,
-    )
+            f"{s['connected']}/{s['clients']}",
+            s["connect_seconds"],
+            f"{s['server_cpu_share_busy'] * 100:.0f}%",
+            f"{s['client_cpu_share_busy'] * 100:.0f}%",
+            s["server_rss_mb"],
+            *(f"{s[phase][kind]['p50_ms']} / {s[phase][kind]['p99_ms']}" for phase, kind in phases),
+            s["quiet"]["rank_missed"] + s["busy"]["rank_missed"],
+        ]
+        for s in steps
+    ]
+    headers = ["sockets", "connect s", "web CPU (busy)", "client CPU", "web RSS MB"]
+    headers += [f"{phase} {kind} p50/p99 ms" for phase, kind in phases]
+    return markdown_table([*headers, "rank missed"], rows)
 
 
 def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
@@ -321,7 +299,7 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
             for n in args.clients:
                 steps.append(await _step(args, server, sub, tokens, n, next_score))
                 environment.log(json.dumps(steps[-1]))
-            environment.log(f"submission statuses: {sub.statuses}")
+            environment.log(f"submission statuses: {dict(sub.statuses)}")
             await sub.conn.close()
 
         asyncio.run(seed())

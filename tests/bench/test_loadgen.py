@@ -49,7 +49,7 @@ def _against_slow_server(
         async with server:
             load = loadgen.Load(
                 host="127.0.0.1", port=port, warmup=0.0, seconds=seconds, make_request=_request,
-                on_response=lambda *_: None, headers=lambda req: [],
+                on_response=lambda *_: None,
             )  # fmt: skip
             return await loop(load, **loop_args)
 
