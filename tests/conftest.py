@@ -140,13 +140,19 @@ def no_async_anticheat(settings) -> None:
 def reset_results() -> None:
     """Start afresh inside one test: hypothesis runs many examples in one test's database.
     Empties what submissions write (Postgres and the test Redis db) and the read caches."""
-    from django.db import connection
+    from django.db import connection, transaction
 
-    with connection.cursor() as cur:
-        cur.execute(
-            "TRUNCATE scores_playervalue, scores_result, scores_match, scores_friendship, scores_player, "
-            "scores_boardoutbox, scores_pending, scores_windowcutoff RESTART IDENTITY CASCADE"
-        )
+    # A real projector may be folding the example before: its statement locks scores_pending,
+    # then scores_match, then scores_result, ... A TRUNCATE taking them in another order
+    # deadlocked with it (Postgres then aborts one of the two: the test, if it is the victim).
+    # Taking them in the projector's order first makes the reset wait for the fold instead.
+    tables = (
+        "scores_pending, scores_match, scores_result, scores_windowcutoff, scores_playervalue, scores_player, "
+        "scores_friendship, scores_boardoutbox"
+    )
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
+        cur.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
     get_redis().flushdb()
     index_flush()
     mark_index_built()
