@@ -29,6 +29,7 @@ from boards import histogram, index
 from boards.profiles import id_bytes, profiles_of, unknown_members_warn
 from boards.types import GROUP_CAP, Page, PlayerStanding, board_entry
 from rediskit import keys
+from rediskit.client import IndexMoving
 from scores import encoding
 from scores.selectors import BoardConfig, Profile
 
@@ -93,7 +94,23 @@ def _estimate(board: BoardConfig, raw: Any, encoded: int, changes: int) -> tuple
     return rank, bucket + max(0, changes - found.changes)
 
 
+# The player's value is read in one round trip and the shards are asked around it in the next:
+# a fold in between moves the player off that value, and the second reply no longer holds them.
+# Reading again settles it (a player's value changes once per fold at most, folds are
+# milliseconds apart); past this many tries, the read is answered from Postgres.
+MOVED_TRIES = 5
+
+
 def player_standing(board: BoardConfig, window: str, pk: int, around: int) -> PlayerStanding:
+    for _ in range(MOVED_TRIES):
+        standing = _player_standing_once(board, window, pk, around)
+        if standing is not None:
+            return standing
+    raise IndexMoving(f"player {pk}'s value on board {board.id} {window} moved under {MOVED_TRIES} reads")
+
+
+def _player_standing_once(board: BoardConfig, window: str, pk: int, around: int) -> PlayerStanding | None:
+    """The player's standing, or None when their value moved between the two round trips."""
     set_keys = keys.shard_keys(board.id, window, board.shards)
     own = keys.player_key(board.id, window, board.shards, pk)
     sharded = len(set_keys) > 1
@@ -128,7 +145,9 @@ def _estimated(
     return PlayerStanding(window, total, me, percentile, [me], rank_exact=False, rank_error=error)
 
 
-def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, set_keys: list[str]) -> PlayerStanding:
+def _exact(
+    board: BoardConfig, window: str, pk: int, encoded: int, around: int, set_keys: list[str]
+) -> PlayerStanding | None:
     replies = index.batch([_shard_call(k, "near", str(encoded), around) for k in set_keys])
     total = above = better = 0
     equal: set[int] = set()
@@ -146,6 +165,8 @@ def _exact(board: BoardConfig, window: str, pk: int, encoded: int, around: int, 
     members = {**up, **down, **dict.fromkeys(equal, encoded)}
     profiles = profiles_of(board, window=window, members=members)
     unknown_members_warn(board, window=window, members=members, profiles=profiles)
+    if pk not in equal:  # no longer at `encoded`: their value moved since it was read
+        return None
     if pk not in profiles:  # ranked in Redis, but no player row: as a player without a score
         return PlayerStanding(window, total, None, None, [])
     key = lambda kv: (-kv[1], id_bytes(profiles, pk=kv[0]))  # noqa: E731

@@ -27,6 +27,12 @@ class BoardIndexNotBuilt(RedisConnectionError):
     degraded, rather than serve a partial board as whole."""
 
 
+class IndexMoving(RedisConnectionError):
+    """A read of several round trips (a sharded board's) saw the player's value change between
+    them on every try. Answered from Postgres, marked degraded, as with Redis down: never a guess
+    that mixes two values."""
+
+
 _client: tuple[object, Redis] | None = None
 
 

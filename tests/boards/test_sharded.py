@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boards import histogram, index
+from boards import histogram, index, sharded
 from rediskit import keys
 from scores.config import ConfigError, parse_game_config
-from scores.models import Board
+from scores.models import Board, Player
 from scores.selectors import cached_board, config_cache_clear
 from scores.services import game_config_apply
 from tests.boards.conftest import set_keys
@@ -115,6 +115,25 @@ def test_an_estimated_rank_says_so_and_bounds_itself(world) -> None:
     assert server.get(f"{URL}/players/p59?around=0").json()["rank_exact"] is True  # first: exact
     friends = server.get(f"{URL}/players/p00/friends").json()
     assert friends["rank_exact"] is True and friends["entries"][0]["board_rank"] == 60
+
+
+def test_a_value_that_moved_between_the_two_round_trips_is_read_again(world) -> None:
+    """A sharded standing reads the player's value, then asks every shard around that value: a
+    fold in between moves the player off it. The old read answered 500 there (the player was not
+    among the members at the value it asked around); the read now starts again from the value
+    the player has. Inline projection: this is about the read, the fold is made to land between
+    its two round trips by reading the first one before submitting."""
+    game, server = world
+    ref = Reference({"deep": DEEP}, "UTC", [])
+    _submit(server, ref, _match("m1", FIRST, {"ana": 10, "bo": 20, "cy": 30}))
+    cfg = cached_board("shard", board_slug="deep")
+    ana = Player.objects.get(game=game, external_id="ana").pk
+    (stale,) = index.batch([("zscore", keys.player_key(cfg.id, "all", cfg.shards, ana), str(ana))])
+    _submit(server, ref, _match("m2", LATER, {"ana": 40}))
+    assert sharded._exact(cfg, "all", ana, int(float(stale)), 1, keys.shard_keys(cfg.id, "all", cfg.shards)) is None
+    body = server.get(f"{URL}/players/ana?around=1").json()
+    assert (body["score"], body["rank"], body.get("degraded", False)) == (40, 1, False)
+    assert [e["player"] for e in body["around"]] == ["ana", "cy"]
 
 
 @pytest.mark.parametrize(
