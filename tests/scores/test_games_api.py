@@ -23,6 +23,7 @@ def test_a_game_describes_its_boards_seasons_and_regions(game) -> None:
     from scores.models import Region
 
     Region.objects.create(game=game, slug="eu", timezone="Europe/Paris")
+    game.seasons.filter(slug="s1").update(ends_at=datetime(2027, 2, 1, tzinfo=UTC))
     BoardFactory(game=game, slug="kills", mode="total", max_score=200, rank_display="shared", windows=["all", "daily"])
     SeasonFactory(game=game, slug="s0", name="Season 0", starts_at=datetime(2026, 8, 1, tzinfo=UTC),
                   ends_at=datetime(2026, 11, 1, tzinfo=UTC))  # fmt: skip
