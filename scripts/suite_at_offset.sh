@@ -18,6 +18,9 @@ work=$(mktemp -d)
 git clone -q "$repo" "$work/repo"
 cd "$work/repo"
 ln -s "$repo/.venv" .venv
+# The clone's requirements.txt is newer than the shared virtualenv's install stamp: a `make` that a
+# test runs would reinstall and stamp it with the moved clock (make would then never reinstall).
+touch -r "$repo/.venv/.installed" requirements.txt
 for deps in tests/e2e/node_modules clients/js/node_modules; do
   [ -e "$repo/$deps" ] && ln -s "$repo/$deps" "$deps"
 done
