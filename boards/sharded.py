@@ -162,11 +162,11 @@ def _exact(
         up.update(_flat(u_edge))
         down.update(_flat(d))
         down.update(_flat(d_edge))
+    if pk not in equal:  # no longer at `encoded`: their value moved since it was read
+        return None
     members = {**up, **down, **dict.fromkeys(equal, encoded)}
     profiles = profiles_of(board, window=window, members=members)
     unknown_members_warn(board, window=window, members=members, profiles=profiles)
-    if pk not in equal:  # no longer at `encoded`: their value moved since it was read
-        return None
     if pk not in profiles:  # ranked in Redis, but no player row: as a player without a score
         return PlayerStanding(window, total, None, None, [])
     key = lambda kv: (-kv[1], id_bytes(profiles, pk=kv[0]))  # noqa: E731
