@@ -152,7 +152,7 @@ def _problems(case, server: SignedClient) -> list[str]:
 def _sent_path_keeps_its_form(case) -> bool:
     """Whether the path ids, as the service decodes them, are still of their documented form.
     schemathesis treats a generated `%XX` in a path id as already encoded (its `quote_all`
-    unquotes first): the valid `uM%05u` is sent as `uM%05u` and arrives as `uM\x05u`, which
+    unquotes first): the valid `uM%05u` is sent as `uM%05u` and arrives as `uM\\x05u` (a control character), which
     the service rightly refuses. That is not the schema allowing a refused request."""
     for name, value in (case.path_parameters or {}).items():
         form = PATH_PARAMETERS.get(name)
