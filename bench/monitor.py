@@ -1,19 +1,15 @@
 """The measured window of a load test seen from outside the server under test: CPU per process
 group (bench/cpu.py), Postgres connections, sessions and transactions of the bench database,
-Redis commands and, with --profile, a py-spy recording started with the window; and
-run_load(), the load of a benchmark's scenario over HTTP with such a monitor watching it."""
+Redis commands and, with --profile, a py-spy recording started with the window."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
-from bench import cpu, loadgen
+from bench import cpu
 from bench.environment import BENCH_DB_NAME, BenchEnv, connect
 
 
@@ -119,43 +115,3 @@ class ServerMonitor:
             },
             "redis": redis_figures,
         }
-
-
-def run_load(
-    monitor: ServerMonitor,
-    args: argparse.Namespace,
-    port: int,
-    make_request: Callable[[], loadgen.Request],
-    on_response: loadgen.Handler,
-    *,
-    concurrency: int | None = None,
-    stagger: float = 0.0,
-    rate: float | None = None,
-    beside: contextlib.AbstractContextManager[Any] | None = None,
-) -> loadgen.LoadResult:
-    """One scenario's load on the server at `port` (this machine), `monitor` watching its measured
-    window: closed loop at `concurrency` connections started `stagger` seconds apart, or open loop
-    at `rate` requests a second. The window and the request timeout are the shared flags
-    --warmup, --seconds and --timeout. `beside` is entered just before the load and left after it
-    (the suite's LagSampler samples the projector's lag meanwhile). Closes `monitor`: its figures
-    stay readable, its Postgres connection would otherwise outlive the scenario."""
-    load = loadgen.Load(
-        host="127.0.0.1",
-        port=port,
-        warmup=args.warmup,
-        seconds=args.seconds,
-        make_request=make_request,
-        on_response=on_response,
-        timeout=args.timeout,
-        monitor=monitor,
-    )
-    with (
-        contextlib.closing(monitor),
-        contextlib.nullcontext() if beside is None else beside,
-        asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner,
-    ):
-        if rate:
-            return runner.run(loadgen.open_loop(load, rate=rate))
-        if concurrency is None:
-            raise TypeError("run_load needs a concurrency (closed loop) or a rate (open loop)")
-        return runner.run(loadgen.closed_loop(load, concurrency=concurrency, stagger=stagger))
