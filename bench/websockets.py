@@ -313,7 +313,12 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.websockets", description=__doc__.split("\n\n")[0])
     add = parser.add_argument
-    add("--clients", type=lambda t: [int(x) for x in t.split(",")], default=[250, 1000, 2000], help="socket counts")
+    add(
+        "--clients",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[250, 1000, 2000],
+        help="comma-separated socket counts (default 250,1000,2000)",
+    )
     add("--token-share", type=float, default=0.5, help="share of sockets with a player token (default %(default)s)")
     add("--quiet", type=int, default=8, help="submissions in the quiet phase (default %(default)s)")
     add("--quiet-gap", type=float, default=1.5, help="seconds between quiet submissions (default %(default)s)")
