@@ -61,7 +61,10 @@ class Scenario:
     warm_targets: Sequence[int] = ()
 
     def request(self) -> loadgen.Request:
-        return self.build(self.pick())
+        """The next request of the window, tagged with the scenario's name (mixed keeps latencies per tag)."""
+        req = self.build(self.pick())
+        req.tag = self.name
+        return req
 
 
 def scenarios(fx: Fixture, rng: random.Random) -> dict[str, Scenario]:

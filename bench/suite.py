@@ -352,7 +352,7 @@ def _measure_once(
             profile["path"] = path = args.out / f"{run.tag}-{name}-{args.profile}.folded"
             profile["proc"] = profiling.start_recording(srv.pid, args.seconds, path, args.profile)
 
-    monitor = ServerMonitor(run.env, srv.pid, start_profile, r=run.r)
+    monitor = ServerMonitor(run.env, srv.pid, run.r, start_profile)
     load = loadgen.Load(
         host="127.0.0.1",
         port=srv.port,
@@ -444,12 +444,6 @@ def scenario_redis(run: Run) -> None:
     run.details["redis load"] = loaded
 
 
-def _read(scenario: reads.Scenario) -> loadgen.Request:
-    req = scenario.request()
-    req.tag = scenario.name
-    return req
-
-
 def scenario_reads(run: Run, name: str) -> None:
     sc = run.read_scenarios()
     args = run.args
@@ -465,14 +459,14 @@ def scenario_reads(run: Run, name: str) -> None:
         rate = args.open_rate or (closed["requests_per_s"] / 2 if closed else None)
         if not rate:
             raise environment.BenchError("rank-open needs the closed-loop rank scenario first, or --open-rate")
-        detail = measure(run, name, lambda: _read(sc["rank"]), rate=rate, warm=[sc["rank"]])
+        detail = measure(run, name, sc["rank"].request, rate=rate, warm=[sc["rank"]])
         detail["rate_source"] = "--open-rate" if args.open_rate else "half the closed-loop rank throughput"
         run.details[name] = detail
         return
     # top-origin: the same reads as top with nothing in front of Django keeping them
     scenario = sc["top" if name == "top-origin" else name]
     detail = measure(
-        run, name, lambda: _read(scenario), concurrency=args.concurrency, warm=[scenario],
+        run, name, scenario.request, concurrency=args.concurrency, warm=[scenario],
         server_env={"EDGE_CACHE": "0"} if name == "top-origin" else None,
     )  # fmt: skip
     if name == "top-cursor":
@@ -494,7 +488,7 @@ def scenario_mixed(run: Run, name: str) -> None:
         kind = deck.pop()
         if kind == "submit":
             return run.signed(SUBMIT.request(factory), "submit")
-        return _read(sc[kind])
+        return sc[kind].request()
 
     detail = measure(
         run, "mixed", make, submissions={"submit": SUBMIT}, concurrency=run.args.concurrency,
@@ -621,7 +615,7 @@ def scenario_freshness(run: Run, name: str) -> None:
             batch_results.append(asyncio.run(closed))
 
         loader = threading.Thread(target=batch_load, name="batch-load")
-        monitor = ServerMonitor(run.env, srv.pid, r=run.r)
+        monitor = ServerMonitor(run.env, srv.pid, run.r)
         lag = ingest.LagSampler(run.env.database_url)
         with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
             monitor.start()
