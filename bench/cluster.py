@@ -1,29 +1,25 @@
-"""The Redis Cluster measurements (docs/BENCHMARKS.md, "Redis Cluster: sharded boards"): the
-ranking index on one Redis vs the project-local Redis Cluster.
+"""The ranking index on one Redis against the project-local Redis Cluster (docs/BENCHMARKS.md,
+"Redis Cluster: sharded boards").
 
     .venv/bin/python -m bench.cluster [--tail 1000000,10000000] [--only fanout,tail,kill] [--code REV|DIR]
 
-In process (Django set up here, PROJECTOR_INLINE=1), where the suite runs (bench/environment.py:
-the bench database, created and migrated afresh, and the bench Redis db, under the benchmarks'
-lock), and on the cluster scripts/cluster.py starts under .local/cluster/ (3 masters,
-3 replicas; the only servers it kills). Three scenarios, printed as they finish:
+In process (Django set up here, PROJECTOR_INLINE=1), where the suite runs (the bench database,
+created afresh, and the bench Redis db, under the benchmarks' lock), and on the cluster
+scripts/cluster.py starts under .local/cluster/ (3 masters, 3 replicas; the only servers it
+kills). Three scenarios, printed as they finish:
 
-1. fan-out: the real write path (boards.services.values_write, five windows per result, in
-   batches of 100) and reads (a player's exact rank with around=0 and 2, a top-10 page) on one
-   Redis with an unsharded board, and on the cluster with shards = 4; per operation in µs, with
-   a raw pipelined ZADD on the same server as the anchor (ratio = cost / anchor).
-2. tail: N members over 4 shards on the cluster (values ~ exponential, distinct seconds), the
-   stored histogram (1000 buckets) built by boards.histogram, then 2000 random members: the
-   estimate's error against the true rank (max and p99, in places and in percent of the true
-   rank) and its stated bound (rank_error without later writes: the bucket count), and how
-   often the error exceeded the bound (must be 0).
-3. primary killed: signed single-result submissions through the API (Django's test client, in
-   process) for --seconds; at 30 % the primary serving shard 0 of the board is SIGKILLed; the
-   beat's sync_pending (failover replay, outbox drain) runs every second. Prints accepted,
-   errors, lost (accepted values not in the index, or wrong, after the load and the last
-   drains) and the time from the kill until a check under the load, once the cluster was ok
-   again, found every value Postgres holds in the index (checked once a second). The killed node is restarted (it
-   rejoins as a replica).
+1. fanout: the real write path (boards.services.values_write, five windows per result, batches
+   of 100) and reads (a player's rank with around=0 and 2, a top-10 page), on one Redis with an
+   unsharded board and on the cluster with 4 shards; µs per operation, beside a raw pipelined
+   ZADD GT of the same values on the same server (ratio = cost / anchor).
+2. tail: N members over 4 shards, the stored histogram (boards.histogram) built, then 2000
+   random members: the estimate's error against the true rank (max, p99, in places and in percent
+   of the rank), its stated bound (rank_error), and how often the error exceeded it (must be 0).
+3. kill: signed submissions through the API (Django's test client) for --seconds; at 30 % the
+   primary serving shard 0 of the board is SIGKILLed while the beat's sync_pending runs every
+   second. Prints accepted, refused, lost (accepted values not in the index after the last
+   drains), when the slot was served again and when every value was back in the index. The
+   killed node is restarted (it rejoins as a replica).
 """
 
 from __future__ import annotations
@@ -37,11 +33,14 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from bench import environment, loadgen
-from bench.cli import add_run_args, bench_parser, run_benchmark
-from bench.code import CodeTree
+from bench import environment, ingest, loadgen
+from bench.code import CodeTree, add_code_arg, run_benchmark
+
+WINDOWS = ["all", "daily:2026-11-28", "weekly:2026-W48", "monthly:2026-11", "season:s1"]
 
 
 def log(message: str) -> None:
@@ -49,6 +48,7 @@ def log(message: str) -> None:
 
 
 def use(topology: str, url: str) -> None:
+    """Point the index at one Redis ("one") or at the cluster, both emptied."""
     from django.conf import settings
     from redis.cluster import RedisCluster
 
@@ -65,14 +65,16 @@ def use(topology: str, url: str) -> None:
     config_cache_clear()
 
 
-def game(slug: str, shards: int, players: int) -> tuple:
-    """A game with one board (five windows) and `players` players with a value in "all"."""
+def game(slug: str, shards: int, players: int) -> tuple[Any, list[tuple[int, int]], environment.ServerKey]:
+    """A fresh game (values are PROTECTed) with one five-window board of `shards` shards and
+    `players` players with a value in "all": its config, (pk, encoded) per player, a server key."""
+    from scores import encoding
     from scores.config import parse_game_config
     from scores.models import Board, Game, Player, PlayerValue
     from scores.selectors import cached_board
     from scores.services import game_config_apply, server_key_create
 
-    slug = f"{slug}-{int(time.time()) % 1_000_000}"  # a fresh game per run (values are PROTECTed)
+    slug = f"{slug}-{int(time.time()) % 1_000_000}"
     text = (
         f'[game]\nslug = "{slug}"\nname = "{slug}"\n[[seasons]]\nslug = "s1"\nname = "S1"\n'
         'starts_at = "2026-11-01T00:00:00Z"\nends_at = "2027-02-01T00:00:00Z"\n'
@@ -86,9 +88,6 @@ def game(slug: str, shards: int, players: int) -> tuple:
     pks = list(Player.objects.filter(game=g).values_list("pk", flat=True))
     at = datetime(2026, 11, 28, 12, tzinfo=UTC)
     cfg = cached_board(slug, board_slug="rating")
-    from scores import encoding
-
-    scores = [random.randint(0, 1_000_000) for _ in pks]
     values = [
         PlayerValue(
             board=board,
@@ -99,14 +98,15 @@ def game(slug: str, shards: int, players: int) -> tuple:
             reached_at=at,
             latest_at=at,
         )
-        for pk, v in zip(pks, scores, strict=True)
+        for pk, v in zip(pks, [random.randint(0, 1_000_000) for _ in pks], strict=True)
     ]
     PlayerValue.objects.bulk_create(values, batch_size=5000)
     key, secret = server_key_create(game=g, name="bench", scopes=("submit",))
-    return cfg, pks, [(pv.player_id, pv.encoded) for pv in values], key, secret
+    return cfg, [(pv.player_id, pv.encoded) for pv in values], environment.ServerKey(key.key_id, secret)
 
 
-def timed(fn, n: int) -> float:
+def timed(fn: Callable[[int], Any], n: int) -> float:
+    """µs per call of fn(0), fn(1), ... fn(n - 1)."""
     started = time.perf_counter()
     for i in range(n):
         fn(i)
@@ -114,33 +114,32 @@ def timed(fn, n: int) -> float:
 
 
 def fanout(url: str, players: int) -> None:
-    windows = ["all", "daily:2026-11-28", "weekly:2026-W48", "monthly:2026-11", "season:s1"]
     log(f"\n== fan-out: {players:,} players, 5 windows per result, batches of 100 ==")
     log(
         "topology          | write µs/result | anchor ZADD µs/result | ratio | rank around=0 µs | around=2 µs | top-10 µs"
     )
     for topology, shards in (("one", 1), ("cluster", 4)):
-        _fanout_one(url, topology, shards, players, windows)
+        _fanout_one(url, topology, shards, players)
 
 
-def _fanout_one(url: str, topology: str, shards: int, players: int, windows: list[str]) -> None:
+def _fanout_one(url: str, topology: str, shards: int, players: int) -> None:
     from boards import index, selectors, services
     from rediskit import keys
 
     use(topology, url)
-    cfg, pks, values, _, _ = game(f"bench-{topology}", shards, players)
+    cfg, values, _ = game(f"bench-{topology}", shards, players)
     services.values_write([(cfg.id, "all", pk, e) for pk, e in values])
 
     def write(i: int) -> None:
         chunk = values[(i * 100) % len(values) :][:100]
-        services.values_write([(cfg.id, w, pk, e + 1) for pk, e in chunk for w in windows])
+        services.values_write([(cfg.id, w, pk, e + 1) for pk, e in chunk for w in WINDOWS])
 
     def anchor(i: int) -> None:
         # the same ZADD GTs, grouped per sorted set as the real path groups them, without the
         # real path's Python (shard routing, expiries, write counters, the outbox marker)
         chunk = values[(i * 100) % len(values) :][:100]
         grouped: dict[str, dict[str, int]] = {}
-        for w in windows:
+        for w in WINDOWS:
             for pk, e in chunk:
                 grouped.setdefault(keys.player_key(cfg.id, w, shards, pk), {})[str(pk)] = e + 2
         pipe = index.pipeline(transaction=False)
@@ -150,7 +149,7 @@ def _fanout_one(url: str, topology: str, shards: int, players: int, windows: lis
 
     w_us = timed(write, 40) / 100
     a_us = timed(anchor, 40) / 100
-    sample = random.sample(pks, 500)
+    sample = random.sample([pk for pk, _ in values], 500)
     for pk in sample:  # warm the profile caches, as a serving process is
         selectors.player_standing(cfg, window="all", pk=pk, around=2)
     r0 = timed(lambda i: selectors.player_standing(cfg, window="all", pk=sample[i % 500], around=0), 1000)
@@ -211,13 +210,11 @@ def tail(url: str, n: int) -> None:
         e = int(index.index().zscore(keys.player_key(cfg.id, "all", 4, member), str(member)))
         true = 1 + sum(int(x) for x in index.batch([("zcount", k, f"({e}", "+inf") for k in set_keys]))
         value = encoding.decode_value(cfg, e)
-        est = histogram.approximate_rank(h, value)
-        bound = next((b.count for b in h.buckets if b.min <= value <= b.max), 0)
-        err = abs(est - true)
+        err = abs(histogram.approximate_rank(h, value) - true)
         errors.append(err)
         percents.append(100 * err / true)
-        bounds.append(bound)
-        over += err > bound
+        bounds.append(next((b.count for b in h.buckets if b.min <= value <= b.max), 0))
+        over += err > bounds[-1]
 
     def p99(xs: list[float]) -> float:
         return statistics.quantiles(xs, n=100)[98]
@@ -241,7 +238,8 @@ def primary_killed(url: str, seconds: float) -> None:
     from scripts import cluster
 
     use("cluster", url)
-    cfg, _, _, key, secret = game("bench-kill", 4, 0)
+    cfg, _, key = game("bench-kill", 4, 0)
+    path = f"/api/v1/games/{cfg.game_slug}/matches"
     client = Client()
     accepted: list[str] = []
     errors: list[int] = []
@@ -252,10 +250,8 @@ def primary_killed(url: str, seconds: float) -> None:
 
         i = 0
         while not stop.is_set():
-            result = {"player": f"k{i}", "board": "rating", "score": i % 1000}
-            body = json.dumps({"match_id": f"k{i}", "ended_at": "2026-11-28T12:00:00Z", "results": [result]}).encode()
-            path = f"/api/v1/games/{cfg.game_slug}/matches"
-            headers = {"X-Key-Id": key.key_id, "X-Signature": loadgen.sign(secret, "POST", path, body)}
+            body = json.dumps(ingest.match(f"k{i}", f"k{i}", "rating", i % 1000, "2026-11-28T12:00:00Z")).encode()
+            headers = dict(loadgen.signed_headers(key, "POST", path, body))
             status = client.post(path, body, content_type="application/json", headers=headers).status_code
             (accepted if status in (200, 201) else errors).append(f"k{i}" if status < 300 else status)
             i += 1
@@ -263,6 +259,7 @@ def primary_killed(url: str, seconds: float) -> None:
         connection.close()
 
     def missing() -> int:
+        """Values Postgres holds that the index lacks, or holds otherwise."""
         values = dict(PlayerValue.objects.filter(board_id=cfg.id, window="all").values_list("player_id", "encoded"))
         by_key: dict[str, list[int]] = {}
         for pk in values:
@@ -275,9 +272,8 @@ def primary_killed(url: str, seconds: float) -> None:
 
     r = index.index()
     assert isinstance(r, RedisCluster)
-    victim = r.nodes_manager.get_node_from_slot(r.keyslot(keys.board_key(cfg.id, "all", 0)))
-    port = int(victim.port)
     slot = r.keyslot(keys.board_key(cfg.id, "all", 0))
+    port = int(r.nodes_manager.get_node_from_slot(slot).port)
     thread = threading.Thread(target=load)
     thread.start()
     time.sleep(seconds * 0.3)
@@ -285,9 +281,8 @@ def primary_killed(url: str, seconds: float) -> None:
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     log(f"\n== primary killed: SIGKILL of the primary on port {port} (pid {pid}) under signed load ==")
-    recovered = None
-    failover = None
-    while True:
+    recovered = failover = None
+    while time.monotonic() - killed <= seconds * 0.7:
         time.sleep(1.0)
         try:
             tasks.sync_pending()
@@ -301,8 +296,6 @@ def primary_killed(url: str, seconds: float) -> None:
                     recovered = time.monotonic() - killed
             except Exception:
                 pass
-        if time.monotonic() - killed > seconds * 0.7:
-            break
     stop.set()
     thread.join()
     for _ in range(30):  # the last drains after the load
@@ -319,7 +312,7 @@ def primary_killed(url: str, seconds: float) -> None:
     )
 
 
-def _slot_served(cluster, ask: int, slot: int, dead: int) -> bool:
+def _slot_served(cluster: Any, ask: int, slot: int, dead: int) -> bool:
     """Whether, as node `ask` sees it, a live primary other than `dead` serves `slot`."""
     for line in cluster._cli(ask, "cluster", "nodes").splitlines():
         parts = line.split()
@@ -354,12 +347,13 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser("python -m bench.cluster", __doc__)
-    # players: of the fan-out scenario; seconds: the primary-killed load
-    add_run_args(parser, "players", "seconds", "code", players=20_000, seconds=20.0)
-    parser.add_argument("--tail", default="1000000", help="members of the tail scenario, comma-separated")
-    parser.add_argument("--only", default="fanout,tail,kill")
-    return run_benchmark(parser.parse_args(argv), run, wait=True)
+    parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--players", type=int, default=20_000, help="players of fanout (default %(default)s)")
+    parser.add_argument("--tail", default="1000000", help="members of tail, comma-separated (default %(default)s)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="the load of kill (default %(default)s)")
+    parser.add_argument("--only", default="fanout,tail,kill", help="scenarios (default %(default)s)")
+    add_code_arg(parser)
+    return run_benchmark(parser.parse_args(argv), run)
 
 
 if __name__ == "__main__":

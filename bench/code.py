@@ -1,4 +1,4 @@
-"""Which code a benchmark measures.
+"""Which code a benchmark measures (`--code`), and the run every benchmark shares.
 
 By default the working tree the bench lives in, as it is on disk (others may be editing it:
 the results then record which files differ from the commit). With ``--code REV`` a clean
@@ -8,16 +8,17 @@ directory, removed afterwards; with ``--code DIR`` another checkout. The benchma
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.environment import REPO_ROOT, BenchError, log
+from bench.environment import REPO_ROOT, BenchError, bench_environment, log
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,26 @@ def code_tree(spec: str | None) -> Iterator[CodeTree]:
         yield CodeTree(target, {"source": f"git archive {spec}", "commit": commit, "subject": subject, "dirty": False})
     finally:
         shutil.rmtree(target, ignore_errors=True)
+
+
+def add_code_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--code",
+        metavar="REV|DIR",
+        help="measure this git revision (exported with git archive) or checkout instead of the working tree",
+    )
+
+
+def run_benchmark(args: argparse.Namespace, run: Callable[[argparse.Namespace, Any, CodeTree], int]) -> int:
+    """`run(args, env, code)` on the code `--code` names, in the bench environment (behind any
+    benchmark holding its lock); the exit status every benchmark shares (1: a bench error, 130:
+    interrupted)."""
+    try:
+        with code_tree(args.code) as code, bench_environment(code.path) as env:
+            return run(args, env, code)
+    except BenchError as exc:
+        log(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130

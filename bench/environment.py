@@ -24,7 +24,7 @@ import psycopg
 import redis
 from psycopg import sql
 
-from scripts.services import ensure_secrets, redact, with_redis_db
+from scripts import services
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
@@ -37,8 +37,6 @@ GAME_SLUG = "bench"
 # to someone else's) never resets another's data: each name gets its own lock too.
 BENCH_DB_NAME = os.environ.get("BENCH_DB_NAME", "leaderboard_bench")
 BENCH_REDIS_DB = int(os.environ.get("BENCH_REDIS_DB", "2"))
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/leaderboard"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 # Everything the ingest path writes; games, boards, seasons and keys stay.
 SCORE_TABLES = ("scores_boardoutbox", "scores_playervalue", "scores_result", "scores_match", "scores_player")
 
@@ -66,7 +64,7 @@ class BenchEnv:
         (with this install's secrets, as `make run` has them)."""
         return {
             **os.environ,
-            **ensure_secrets(),
+            **services.ensure_secrets(),
             "DATABASE_URL": self.database_url,
             "REDIS_URL": self.redis_url,
             # settings name a unix socket the way kombu spells it
@@ -100,46 +98,32 @@ class BenchEnv:
             raise BenchError(f"Django loaded {scores.__file__}, not the measured code in {code}")
 
 
-def _base_urls() -> tuple[str, str]:
-    """The Postgres and Redis `make run` would use; the env defaults if scripts/services.py fails."""
-    try:
-        from scripts import services
-
-        found = services.ensure_services()
-        return found["DATABASE_URL"], found["REDIS_URL"]
-    except Exception as exc:  # it is still being written by others: any failure means the defaults
-        log(f"scripts/services.py unusable ({exc.__class__.__name__}: {exc}); using DATABASE_URL/REDIS_URL or defaults")
-        return os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), os.environ.get("REDIS_URL", DEFAULT_REDIS_URL)
-
-
 @contextlib.contextmanager
-def bench_environment(code_dir: Path = REPO_ROOT, wait: bool = False) -> Iterator[BenchEnv]:
-    """Resolve the bench URLs under the bench lock; stop any server scripts/services.py started for us.
-
-    With another benchmark holding the lock: fail at once, or with `wait`, queue behind it."""
+def bench_environment(code_dir: Path = REPO_ROOT) -> Iterator[BenchEnv]:
+    """The bench URLs, under the bench lock (queued behind another benchmark holding it), on the
+    Postgres and Redis `make run` would use; stops any server scripts/services.py started for us."""
     lock_path = Path(tempfile.gettempdir()) / f"{BENCH_DB_NAME}.lock"
     with open(lock_path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            if not wait:
-                raise BenchError(f"another benchmark is running (lock {lock_path})") from None
             log(f"another benchmark is running (lock {lock_path}); waiting for it to finish")
             started = time.monotonic()
             fcntl.flock(lock, fcntl.LOCK_EX)
             log(f"lock acquired after {time.monotonic() - started:.0f} s")
         try:
-            database_url, redis_url = _base_urls()
+            found = services.ensure_services()
             env = BenchEnv(
-                with_database(database_url, BENCH_DB_NAME), with_redis_db(redis_url, BENCH_REDIS_DB), code_dir
+                with_database(found["DATABASE_URL"], BENCH_DB_NAME),
+                services.with_redis_db(found["REDIS_URL"], BENCH_REDIS_DB),
+                code_dir,
             )
-            log(f"database {redact(env.database_url)}, redis {redact(env.redis_url)}")
+            log(f"database {services.redact(env.database_url)}, redis {services.redact(env.redis_url)}")
             yield env
+        except services.ServiceError as exc:
+            raise BenchError(str(exc)) from None
         finally:
-            with contextlib.suppress(Exception):
-                from scripts import services
-
-                services.stop_started()
+            services.stop_started()
 
 
 # --------------------------------------------------------------------------- Postgres

@@ -2,34 +2,17 @@
 
     python -m bench.faults [--seconds 20] [--only redis-killed,postgres-stopped] [--rate 8]
 
-It starts everything it breaks itself, under .local/faults/ (never the machine's shared
-servers): a PostgreSQL cluster (initdb, pg_ctl) and a redis-server on free ports, then the
-serving setup `make run` starts (scripts/web.py: nginx, gunicorn, uvicorn) with the projector
-and a Celery worker and beat, against them. For each fault it runs the same load for --seconds: signed
-single-match submissions at --rate per second (each a new match of a new player) and a loop of
-/top reads; the fault begins at 25 % of the run and is healed at 60 %. Afterwards it waits
-(bounded) for every acknowledged result to be in Postgres and on the board in Redis.
+Everything it breaks is its own, under .local/faults/ (never the machine's shared servers): a
+PostgreSQL cluster and a redis-server on free ports, and against them the serving setup `make
+run` starts with the projector and a Celery worker and beat. Per fault: --seconds of signed
+single-match submissions (--rate a second, each a new match of a new player) and a /top read
+loop; the fault begins at 25 % of the run and is healed at 60 %. Then every acknowledged result
+must be in Postgres and on the board in Redis. primary-killed runs on a pg_auto_failover primary
+with its synchronous standby (scripts/ha.py); run-redis-killed under `make run`'s own supervisor
+(scripts/run.py). Exit status 1 on a loss (under `make run`: also not healed, or a process
+down). docs/reliability.md says how to read the table.
 
-Per fault it prints: requests tried, submissions acknowledged (2xx), acknowledged results lost
-(not in Postgres, or not on the board by the deadline), 503 answers (the documented answer
-while Postgres is down), any other 5xx or no answer, the slowest submission
-while the fault lasted, and the recovery time (from the heal to the first fully healthy
-answer: a 2xx submission and a /top that is not degraded). Exit status 1 on any loss.
-
-The primary-killed fault runs on a stack of its own whose Postgres is a pg_auto_failover primary,
-synchronous standby and monitor (scripts/ha.py), reached through a multi-host DATABASE_URL; its
-"writes back" column is the time from the kill to the first acknowledged submission after the
-last refused one.
-
-The run-redis-killed fault runs on a stack whose processes are started by `make run`'s own
-supervisor (scripts/run.py, DEMO=0) on this suite's servers: Redis killed -9 and started again
-empty under signed load; it passes when nothing acknowledged is lost, the service heals without a
-person (the index rebuilt, every acknowledged result on the board) and every process is up at
-the end, restarted or not (the supervisor's state file; its restarts are printed).
-
-A new fault is one class: a name, inject(stack) and heal(stack) (see FAULTS).
-
-Over 400 lines on purpose: one class per fault plus the servers it starts and breaks; a new fault is one class added to FAULTS.
+A new fault is one class: a name, inject(stack) and heal(stack), added to FAULTS.
 """
 
 from __future__ import annotations
@@ -53,28 +36,21 @@ import psycopg
 import redis
 
 from bench import environment, ingest
-from bench.cli import add_run_args
 from bench.environment import REPO_ROOT, VENV_BIN, BenchEnv, ServerKey
 from bench.loadgen import sign  # the game servers' signer (docs/clients.md)
 from bench.server import ProcessGroup, ServerProcess, background_commands
 from scripts import services
 from scripts.ha import FIRST_PORT as HA_FIRST_PORT
 from scripts.ha import HACluster
-from scripts.services import (
-    INITDB_OPTIONS,
-    _as_user,
-    _free_port,
-    _service_user,
-    postgres_bin_dir,
-    probe_postgres,
-    probe_redis,
-    redis_server_binary,
-)
+from scripts.services import INITDB_OPTIONS, _as_user, _free_port, _service_user
 
 FAULTS_DIR = services.LOCAL_DIR / "faults"
 GAME = environment.GAME_SLUG
 STATE_FILE = FAULTS_DIR / "run" / "processes.json"  # the supervisor's, on the stack `make run` starts
+SERVICE_ENV = {"ANTICHEAT_ASYNC_CHECKS": "0"}  # on top of BenchEnv.process_env()
 SETTLE_SECONDS = 30.0  # how long acknowledged results may take to reach the board after a heal
+RECOVERY_LIMIT_SECONDS = 30.0  # past the window, the load waits this long at most for the service to heal
+SETTLED_SECONDS = 1.0  # healed: writes and reads answered, all healthy, for this long
 
 
 def log(message: str) -> None:
@@ -99,17 +75,19 @@ def _wait(what: str, ready: Callable[[], bool], timeout: float = 60.0) -> None:
 
 
 class LocalPostgres:
+    """One PostgreSQL server; the HA stack has a scripts.ha.HACluster in its place (the same
+    create(), url() and stop())."""
+
     def __init__(self, root: Path) -> None:
         self.user = _service_user()
-        self.bindir = postgres_bin_dir()
+        self.bindir = services.postgres_bin_dir()
         if self.bindir is None:
             raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql)")
         self.data = root / "pg"
         self.port = _free_port(_preferred_port("FAULTS_PG_PORT", 57432))
 
-    @property
-    def url(self) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/leaderboard"
+    def url(self, dbname: str = "leaderboard") -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{dbname}"
 
     def _ctl(self, *args: str) -> None:
         cmd = [str(self.bindir / "pg_ctl"), "-D", str(self.data), *args]
@@ -123,45 +101,20 @@ class LocalPostgres:
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write("listen_addresses = '127.0.0.1'\nunix_socket_directories = ''\nfsync = on\n")
         self.start()
-        maintenance = self.url.rsplit("/", 1)[0] + "/postgres"
-        with psycopg.connect(maintenance, autocommit=True) as conn:
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute("CREATE DATABASE leaderboard")
 
     def start(self) -> None:
         self._ctl("-l", str(self.data / "log"), "-o", f"-p {self.port}", "-w", "-t", "60", "start")
-        _wait("postgres", lambda: probe_postgres("127.0.0.1", self.port) == "ok")
+        _wait("postgres", lambda: services.probe_postgres("127.0.0.1", self.port) == "ok")
 
     def stop(self) -> None:
         self._ctl("-m", "fast", "-w", "-t", "60", "stop")
 
-    def destroy(self) -> None:
-        with contextlib.suppress(Exception):
-            self.stop()
-
-
-class HAPostgres:
-    """A primary, its synchronous standby and a pg_auto_failover monitor (scripts/ha.py), for the
-    faults that take a whole database machine away; the service reaches it by both hosts."""
-
-    def __init__(self, root: Path) -> None:
-        self.cluster = HACluster(root / "ha", first_port=_free_port(HA_FIRST_PORT + 200))
-        self.killed: str | None = None
-
-    @property
-    def url(self) -> str:
-        return self.cluster.url()
-
-    def create(self) -> None:
-        self.cluster.create()
-
-    def destroy(self) -> None:
-        with contextlib.suppress(Exception):
-            self.cluster.stop()
-
 
 class LocalRedis:
     def __init__(self, root: Path) -> None:
-        binary = redis_server_binary()
+        binary = services.redis_server_binary()
         if binary is None:
             raise RuntimeError("redis-server not found (apt-get install redis-server)")
         self.binary, self.dir = binary, root / "redis"
@@ -176,7 +129,7 @@ class LocalRedis:
         self.dir.mkdir(parents=True, exist_ok=True)
         args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         self.proc = subprocess.Popen([self.binary, *args, "--dir", str(self.dir)], stdout=subprocess.DEVNULL)
-        _wait("redis", lambda: probe_redis("127.0.0.1", self.port) == "ok")
+        _wait("redis", lambda: services.probe_redis("127.0.0.1", self.port) == "ok")
 
     def signal(self, signum: int) -> None:
         assert self.proc is not None
@@ -195,7 +148,7 @@ class LocalRedis:
 class Stack:
     """Postgres, Redis and the service's processes, all this suite's own."""
 
-    pg: LocalPostgres | HAPostgres
+    pg: LocalPostgres | HACluster
     redis: LocalRedis
     port: int
     procs: dict[str, ProcessGroup] = field(default_factory=dict)
@@ -206,7 +159,7 @@ class Stack:
     @property
     def env(self) -> BenchEnv:
         """Where the service's processes and manage.py point (the HA cluster's URL is known once it is created)."""
-        return BenchEnv(self.pg.url, self.redis.url)
+        return BenchEnv(self.pg.url(), self.redis.url)
 
     def processes(self) -> dict[str, dict]:
         """The supervisor's view of its processes (scripts/run.py writes it every second)."""
@@ -240,10 +193,8 @@ class Stack:
         if self.web is not None:
             self.web.stop()
         self.redis.destroy()
-        self.pg.destroy()
-
-
-SERVICE_ENV = {"ANTICHEAT_ASYNC_CHECKS": "0"}  # on top of BenchEnv.process_env()
+        with contextlib.suppress(Exception):  # stopped already by a fault, or never started
+            self.pg.stop()
 
 
 def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
@@ -253,7 +204,7 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
     if not ha:  # the HA stack may run beside a plain one: each keeps to its own directory
         shutil.rmtree(FAULTS_DIR, ignore_errors=True)
     FAULTS_DIR.mkdir(parents=True, exist_ok=True)
-    pg: LocalPostgres | HAPostgres = HAPostgres(FAULTS_DIR) if ha else LocalPostgres(FAULTS_DIR)
+    pg = HACluster(FAULTS_DIR / "ha", first_port=_free_port(HA_FIRST_PORT + 200)) if ha else LocalPostgres(FAULTS_DIR)
     local_redis = LocalRedis(FAULTS_DIR)
     log(f"starting PostgreSQL ({'primary + synchronous standby' if ha else 'one server'}) and Redis on "
         f"127.0.0.1:{local_redis.port} under {FAULTS_DIR}")  # fmt: skip
@@ -337,33 +288,37 @@ class PostgresStopped(Fault):
     name = "postgres-stopped"
 
     def inject(self, stack: Stack) -> None:
+        assert isinstance(stack.pg, LocalPostgres)
         stack.pg.stop()
 
     def heal(self, stack: Stack) -> None:
+        assert isinstance(stack.pg, LocalPostgres)
         stack.pg.start()
 
 
-class WorkerKilled(Fault):
-    name = "worker-killed"
+class ProcessKilled(Fault):
+    """kill -9 of one of the service's processes, started again as the heal."""
+
+    process = ""
 
     def inject(self, stack: Stack) -> None:
-        stack.kill("worker")
+        stack.kill(self.process)
 
     def heal(self, stack: Stack) -> None:
-        stack.start("worker")
+        stack.start(self.process)
 
 
-class ProjectorKilled(Fault):
-    """kill -9 of the process that applies stored matches to values and boards, mid-batch or
-    between a batch's commit and its Redis write: the pending rows and the outbox carry on."""
+class WorkerKilled(ProcessKilled):
+    name = "worker-killed"
+    process = "worker"
+
+
+class ProjectorKilled(ProcessKilled):
+    """The process that applies stored matches to values and boards, killed mid-batch or between
+    a batch's commit and its Redis write: the pending rows and the outbox carry on."""
 
     name = "projector-killed"
-
-    def inject(self, stack: Stack) -> None:
-        stack.kill("projector")
-
-    def heal(self, stack: Stack) -> None:
-        stack.start("projector")
+    process = "projector"
 
 
 class PrimaryKilled(Fault):
@@ -374,17 +329,18 @@ class PrimaryKilled(Fault):
 
     name = "primary-killed"
     needs_ha = True
+    killed = ""
 
     def inject(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, HAPostgres)
-        primary = stack.pg.cluster.primary()
-        assert primary is not None, stack.pg.cluster.states()
-        stack.pg.killed = primary
-        stack.pg.cluster.kill(primary)
+        assert isinstance(stack.pg, HACluster)
+        primary = stack.pg.primary()
+        assert primary is not None, stack.pg.states()
+        self.killed = primary
+        stack.pg.kill(primary)
 
     def heal(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, HAPostgres) and stack.pg.killed
-        stack.pg.cluster.start_keeper(stack.pg.killed)
+        assert isinstance(stack.pg, HACluster) and self.killed
+        stack.pg.start_keeper(self.killed)
 
 
 FAULTS: list[type[Fault]] = [
@@ -453,10 +409,6 @@ class Outcome:
             if not self.processes:
                 why.append("the supervisor's state file is missing")
         return why
-
-
-RECOVERY_LIMIT_SECONDS = 30.0  # past the window, the load waits this long at most for the service to heal
-SETTLED_SECONDS = 1.0
 
 
 def _settled(samples: list[Sample], lock: threading.Lock, now: float) -> bool:
@@ -570,7 +522,7 @@ def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
     """Acknowledged results missing from Postgres, or not on the board once it settled."""
     if not acked:
         return 0
-    with psycopg.connect(stack.pg.url) as conn:
+    with psycopg.connect(stack.pg.url()) as conn:
         stored = {
             row[0]
             for row in conn.execute(
@@ -624,9 +576,9 @@ def print_table(outcomes: list[Outcome]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_args(parser, "seconds", seconds=20.0)  # a fault is the scenario: the load lasts that long
-    parser.add_argument("--rate", type=float, default=8.0, help="submissions per second (default 8)")
-    parser.add_argument("--submitters", type=int, default=2, help="concurrent submitting clients (default 2)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="load per fault (default %(default)s)")
+    parser.add_argument("--rate", type=float, default=8.0, help="submissions per second (default %(default)s)")
+    parser.add_argument("--submitters", type=int, default=2, help="concurrent submitting clients (default %(default)s)")
     parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(f.name for f in FAULTS))
     args = parser.parse_args(argv)
     chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]

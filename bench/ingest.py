@@ -1,8 +1,6 @@
-"""The suite's ingest pieces: signed matches near each player's value (MatchFactory), the
-single and batch submission scenarios, the projector's lag sampled during a window, and the
-checks after a writing scenario (every acknowledged match durable in Postgres, the board's
-`all` sorted set equal to Postgres' values). bench/suite.py runs them; bench/README.md says how.
-"""
+"""The suite's ingest pieces: matches (MatchFactory), single and batch submissions (Scenario),
+the projector's lag sampled during a window, and the checks after a writing scenario (every
+acknowledged match durable in Postgres, the board's `all` sorted set equal to Postgres' values)."""
 
 from __future__ import annotations
 
@@ -11,8 +9,8 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,9 +23,6 @@ from bench.report import percentile
 MIRROR_WAIT_SECONDS = 5.0  # docs/api.md §4.4 allows 1 s; a little slack for a loaded machine
 
 
-# --------------------------------------------------------------------------- workload
-
-
 def ended_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -38,31 +33,23 @@ def match(match_id: str, player: str, board: str, score: int, ended_at: str | No
     return {"match_id": match_id, "ended_at": ended_at or ended_now(), "results": [result]}
 
 
+@dataclass
 class MatchFactory:
     """Matches of one result each: a random player among p1..pN, ended now, with a score from
     `score(pk)` or else uniform within the board's bounds (on an empty board: every player new)."""
 
-    def __init__(
-        self,
-        tag: str,
-        board: environment.BoardInfo,
-        players: int,
-        rng: random.Random,
-        score: Callable[[int], int] | None = None,
-    ) -> None:
-        self.tag = tag
-        self.board = board
-        self.players = players
-        self.rng = rng
-        self.score = score or (lambda pk: rng.randint(board.min_score, board.max_score))
-        self.counter = itertools.count(1)
+    tag: str
+    board: environment.BoardInfo
+    players: int
+    rng: random.Random
+    score: Callable[[int], int] | None = None
+    counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def matches(self, n: int) -> list[dict[str, Any]]:
         ended_at = ended_now()
+        score = self.score or (lambda pk: self.rng.randint(self.board.min_score, self.board.max_score))
         pks = [self.rng.randint(1, self.players) for _ in range(n)]
-        return [
-            match(f"{self.tag}-{next(self.counter)}", f"p{pk}", self.board.slug, self.score(pk), ended_at) for pk in pks
-        ]
+        return [match(f"{self.tag}-{next(self.counter)}", f"p{pk}", self.board.slug, score(pk), ended_at) for pk in pks]
 
 
 @dataclass(frozen=True)
@@ -82,9 +69,6 @@ class Scenario:
         payload: Any = {"matches": matches} if self.batch else matches[0]
         body = json.dumps(payload, separators=(",", ":")).encode()
         return loadgen.Request("POST", self.path, body, context=[m["match_id"] for m in matches], tag=self.name)
-
-
-# --------------------------------------------------------------------------- verification
 
 
 APPLY_WAIT_SECONDS = 120.0  # the projector's backlog after a batch scenario on a loaded machine

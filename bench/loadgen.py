@@ -6,12 +6,11 @@ actually waits; once the server saturates, that latency is mostly queueing (N / 
 Open loop (`open_loop`): requests are scheduled at a fixed arrival rate whatever the server
 does, and latency runs from the *scheduled* send time, so a server (or a load generator) that
 falls behind shows it in the latency instead of quietly sending less (coordinated omission).
-Connections are kept alive; when the server closes one (gunicorn's sync workers close after
-every response) the next request opens a new one, and that connect is part of its latency.
+Connections are kept alive; when the server closes one the next request opens a new one, and
+that connect is part of its latency.
 
-Requests are signed as docs/api.md §3.1 says, by the game servers' client
-(leaderboard_client.sign, clients/python/: the one signer on the client side, docs/clients.md):
-    X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<METHOD>.<path>.<body>")>
+Requests are signed (docs/api.md §3.1) by the game servers' own signer, leaderboard_client.sign
+(clients/python/, docs/clients.md).
 """
 
 from __future__ import annotations
@@ -22,11 +21,19 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from leaderboard_client.signing import sign
 
+if TYPE_CHECKING:
+    from bench.environment import ServerKey
+
 __all__ = ["sign"]  # the bench's modules sign through loadgen.sign
+
+
+def signed_headers(key: ServerKey, method: str, path: str, body: bytes = b"") -> list[tuple[str, str]]:
+    """A request's X-Key-Id and X-Signature, signed with a server key."""
+    return [("X-Key-Id", key.key_id), ("X-Signature", sign(key.secret, method, path, body))]
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

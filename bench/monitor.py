@@ -1,19 +1,15 @@
 """The measured window of a load test seen from outside the server under test: CPU per process
 group (bench/cpu.py), Postgres connections, sessions and transactions of the bench database,
-Redis commands and, with --profile, a py-spy recording started with the window; and
-run_load(), the load of a benchmark's scenario over HTTP with such a monitor watching it."""
+Redis commands and, with --profile, a py-spy recording started with the window."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
-from bench import cpu, loadgen
+from bench import cpu
 from bench.environment import BENCH_DB_NAME, BenchEnv, connect
 
 
@@ -21,11 +17,7 @@ class ServerMonitor:
     """A loadgen.WindowMonitor: start() at the window's start, tick() during it, stop() at its end."""
 
     def __init__(
-        self,
-        env: BenchEnv,
-        server_pid: int,
-        start_profile: Callable[[], None] = lambda: None,
-        r: redis.Redis | None = None,
+        self, env: BenchEnv, server_pid: int, r: redis.Redis, start_profile: Callable[[], None] = lambda: None
     ) -> None:
         self.cpu = cpu.CpuMeter(server_pgid=server_pid, database=BENCH_DB_NAME)
         # Opened now: once the server exhausts max_connections, a new connection would fail.
@@ -35,15 +27,12 @@ class ServerMonitor:
         self.cores: dict[str, float] = {}
         self.peak_bench_connections = 0
         self.peak_all_connections = 0
-        self.sessions_opened = 0
-        self.transactions = 0
-        self.redis_commands: int | None = None
         self.server_rss_bytes = 0  # resident memory of the server's processes at the window's end
-        self._at_start: tuple[int, int] = (0, 0)
-        self._redis_at_start = 0
+        self._at_start = self._at_stop = (0, 0, 0)
 
-    def _database_stats(self) -> tuple[int, int]:
-        """(sessions opened, transactions committed or rolled back) of the bench database so far.
+    def _counters(self) -> tuple[int, int, int]:
+        """(sessions opened, transactions committed or rolled back) of the bench database so far,
+        and the commands Redis has processed.
 
         Every statement of an autocommit connection is a transaction: for a read-only server
         that does not open transactions, transactions are its SQL queries. This monitor's own
@@ -52,11 +41,8 @@ class ServerMonitor:
         row = self.pg.execute(
             "SELECT sessions, xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s", (BENCH_DB_NAME,)
         ).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    def _redis_commands(self) -> int:
-        assert self.redis is not None
-        return int(self.redis.info("stats")["total_commands_processed"])
+        sessions, transactions = (int(row[0]), int(row[1])) if row else (0, 0)
+        return sessions, transactions, int(self.redis.info("stats")["total_commands_processed"])
 
     def _connections(self) -> None:
         ours, total = self.pg.execute(
@@ -67,9 +53,7 @@ class ServerMonitor:
         self.peak_all_connections = max(self.peak_all_connections, total)
 
     def start(self) -> None:
-        self._at_start = self._database_stats()
-        if self.redis is not None:
-            self._redis_at_start = self._redis_commands()
+        self._at_start = self._counters()
         self.cpu.start()
         self.start_profile()
 
@@ -81,12 +65,8 @@ class ServerMonitor:
         self.cores = self.cpu.stop()
         self.server_rss_bytes = sum(cpu.rss_bytes(pid) for pid, _ in self.cpu.server_processes)
         self.cores["loadgen"] = self.cores.pop("self")
-        if self.redis is not None:
-            self.redis_commands = self._redis_commands() - self._redis_at_start
         self._connections()
-        sessions, transactions = self._database_stats()
-        self.sessions_opened = sessions - self._at_start[0]
-        self.transactions = transactions - self._at_start[1]
+        self._at_stop = self._counters()
 
     def close(self) -> None:
         self.pg.close()
@@ -95,16 +75,13 @@ class ServerMonitor:
         """The window's figures as the suite reports them; `requests` is how many completed in it.
         Redis' commands are the whole server's in the window: every db (others' work included),
         and every command a Lua script ran counted as well as the EVALSHA that ran it."""
+        sessions, transactions, commands = (
+            end - start for start, end in zip(self._at_start, self._at_stop, strict=True)
+        )
 
         def per_request(count: int, digits: int) -> float | None:
             return round(count / requests, digits) if requests else None
 
-        redis_figures = {}
-        if self.redis_commands is not None:
-            redis_figures = {
-                "commands": self.redis_commands,
-                "commands_per_request": per_request(self.redis_commands, 2),
-            }
         return {
             "cpu_cores": self.cores,
             "server_process_cores": self.cpu.server_processes,
@@ -112,50 +89,10 @@ class ServerMonitor:
             "postgres": {
                 "peak_bench_connections": self.peak_bench_connections,
                 "peak_all_connections": self.peak_all_connections,
-                "sessions_opened": self.sessions_opened,
-                "sessions_per_request": per_request(self.sessions_opened, 3),
-                "transactions": self.transactions,
-                "transactions_per_request": per_request(self.transactions, 3),
+                "sessions_opened": sessions,
+                "sessions_per_request": per_request(sessions, 3),
+                "transactions": transactions,
+                "transactions_per_request": per_request(transactions, 3),
             },
-            "redis": redis_figures,
+            "redis": {"commands": commands, "commands_per_request": per_request(commands, 2)},
         }
-
-
-def run_load(
-    monitor: ServerMonitor,
-    args: argparse.Namespace,
-    port: int,
-    make_request: Callable[[], loadgen.Request],
-    on_response: loadgen.Handler,
-    *,
-    concurrency: int | None = None,
-    stagger: float = 0.0,
-    rate: float | None = None,
-    beside: contextlib.AbstractContextManager[Any] | None = None,
-) -> loadgen.LoadResult:
-    """One scenario's load on the server at `port` (this machine), `monitor` watching its measured
-    window: closed loop at `concurrency` connections started `stagger` seconds apart, or open loop
-    at `rate` requests a second. The window and the request timeout are the shared flags
-    --warmup, --seconds and --timeout. `beside` is entered just before the load and left after it
-    (the suite's LagSampler samples the projector's lag meanwhile). Closes `monitor`: its figures
-    stay readable, its Postgres connection would otherwise outlive the scenario."""
-    load = loadgen.Load(
-        host="127.0.0.1",
-        port=port,
-        warmup=args.warmup,
-        seconds=args.seconds,
-        make_request=make_request,
-        on_response=on_response,
-        timeout=args.timeout,
-        monitor=monitor,
-    )
-    with (
-        contextlib.closing(monitor),
-        contextlib.nullcontext() if beside is None else beside,
-        asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner,
-    ):
-        if rate:
-            return runner.run(loadgen.open_loop(load, rate=rate))
-        if concurrency is None:
-            raise TypeError("run_load needs a concurrency (closed loop) or a rate (open loop)")
-        return runner.run(loadgen.closed_loop(load, concurrency=concurrency, stagger=stagger))

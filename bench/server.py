@@ -3,8 +3,7 @@
 `web` is what `make run` starts: scripts/web.py, the one place defining the web tier (nginx on
 the port, HTTP to granian's WSGI workers, /ws/ to uvicorn; uvicorn alone where nginx is
 missing); `uvicorn` is its /ws/ process alone (bench/websockets.py). Each runs in its own
-process group, so stopping it also stops the processes it started.
-(Comparisons with other servers were one-off studies: docs/BENCHMARKS.md keeps their outcome.)"""
+process group, so stopping it also stops the processes it started."""
 
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """The whole benchmark in one run: `make bench`, or `.venv/bin/python -m bench`.
 
-    .venv/bin/python -m bench [--players 1000000] [--seconds 15] [--scenarios ...] [--smoke]
-                              [--out DIR] [--publish] [--code REV|DIR]
-
 One board of N players (COPY), the serving setup `make run` starts (the web server with its
-workers, a Celery worker and beat, DEBUG off), and load over real HTTP from this process, a
-separate one. Each scenario reports throughput and p50/p95/p99 at a stated load; the anchors,
-measured in the same run on the same data, are the raw ceilings (redis-benchmark ZADD and
-ZREVRANK on a sorted set of N members), the framework's ceiling (a bare Django JSON view on
-the same server) and what a user would build without us (the naive SQL rank). Writes
-bench/results/<stamp>.json, <stamp>.md and two PNG plots; `--publish` also puts them into
-docs/BENCHMARKS.md. See bench/README.md.
+workers, the projector, a Celery worker and beat, DEBUG off), and load over real HTTP from this
+process, a separate one: every scenario beside its anchors, measured in the same run on the same
+data. bench/README.md says what each scenario does and how to read the tables.
 
-Over 400 lines on purpose: every scenario of `make bench` with its checks and targets, read top to bottom as one run (its steps are the functions run_suite calls).
+Read top to bottom as one run: run_suite() and the functions it calls, in that order.
 """
 
 from __future__ import annotations
@@ -34,17 +27,17 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import redis
 
-from bench import anchors, cpu, environment, ingest, loadgen, plots, profiling, reads
-from bench.cli import add_run_args, bench_parser, csv_choices, run_benchmark
-from bench.code import CodeTree
+from bench import anchors, cpu, environment, ingest, loadgen, loading, plots, profiling, reads
+from bench.code import CodeTree, add_code_arg, run_benchmark
 from bench.machine import command_line, machine_info, machine_line
-from bench.monitor import ServerMonitor, run_load
+from bench.monitor import ServerMonitor
 from bench.report import RESULTS_DIR, Laps, latency_ms, markdown_table, ms, utc_stamp, write_json
 from bench.server import ServerProcess, background
 from bench.tally import Tally, load_figures, log_errors
@@ -72,12 +65,17 @@ SCENARIOS = (
     "freeze",
 )
 SERVER = "web"  # bench/server.py: what `make run` starts
+BOARD = "rating"  # bench/game.toml's desc/best board, the one the fixture fills
 LATEST_BOARD = "lap"  # bench/game.toml's latest board
 MIX = {"submit": 5, "rank": 60, "top": 30, "friends": 5}  # per 100 requests
 SUBMIT = ingest.Scenario("submit")  # a single-match submission, as mixed and the freshness probes send it
 FULL_MIRROR_CHECK_PLAYERS = 2_000_000  # above: the mirror is checked for the players written only
 FRESHNESS_TIMEOUT = 5.0  # seconds a probe polls before counting its result as not visible
-BUSY_LIMIT = 0.2
+BUSY_LIMIT = 0.2  # the machine's busy share before a scenario above which the run waits, then warns
+REQUEST_TIMEOUT = 60.0  # seconds before a request counts as timed out
+# Seconds between the starts of two connections: opened all at once, keep-alive connections to
+# workers sharing one listening socket may all land on the first worker to wake (loadgen.closed_loop).
+STAGGER = 0.01
 DOCS_FILE = environment.REPO_ROOT / "docs" / "BENCHMARKS.md"
 DOCS_IMAGES = environment.REPO_ROOT / "docs" / "benchmarks"
 DOCS_BEGIN = "<!-- bench:latest:begin (written by `make bench`: python -m bench --publish) -->"
@@ -135,7 +133,7 @@ def judge(row: dict[str, Any], target: str) -> None:
         row["target_text"] += f" ({row['late']})"
 
 
-# --------------------------------------------------------------------------- one run's state
+# --------------------------------------------------------------------------- the run
 
 
 @dataclass
@@ -145,7 +143,7 @@ class Run:
     key: environment.ServerKey
     pg: psycopg.Connection
     r: redis.Redis
-    fixture: reads.Fixture
+    fixture: loading.Fixture
     server_env: dict[str, str]
     tag: str
     rng: random.Random
@@ -154,17 +152,13 @@ class Run:
 
     @property
     def board(self) -> environment.BoardInfo:
-        assert self.fixture.board is not None
         return self.fixture.board
 
     def read_scenarios(self) -> dict[str, reads.Scenario]:
-        return reads.scenarios(self.fixture, self.args.board, self.rng)
+        return reads.scenarios(self.fixture, self.rng)
 
     def signed(self, req: loadgen.Request, tag: str) -> loadgen.Request:
-        req.headers = [
-            ("X-Key-Id", self.key.key_id),
-            ("X-Signature", loadgen.sign(self.key.secret, req.method, req.path, req.body)),
-        ]
+        req.headers = loadgen.signed_headers(self.key, req.method, req.path, req.body)
         req.tag = tag
         return req
 
@@ -179,10 +173,102 @@ class Run:
         return ingest.MatchFactory(f"{self.tag}-{name}", board, self.fixture.players, rng, score)
 
 
-def _read(scenario: reads.Scenario) -> loadgen.Request:
-    req = scenario.request()
-    req.tag = scenario.name
-    return req
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # `kill <pid>` (or a background start, where SIGINT is ignored) stops the run like Ctrl-C:
+    # the servers and Celery it started, each in a process group of its own, go with it.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    return run_benchmark(args, run_suite)
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
+    # the machine's state before any work, for the run's header
+    started, wall = datetime.now(UTC), time.monotonic()
+    busy_at_start, load_at_start = cpu.busy_ticks(), os.getloadavg()
+    laps = Laps(1)
+    phase = laps.mark
+    environment.log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
+    environment.prepare_database(env)
+    key = environment.create_server_key(env)
+    phase("database")
+    with environment.connect(env) as pg, environment.redis_client(env) as r:
+        machine = machine_info(pg, r)
+        environment.log(machine_line(machine))
+        fixture = loading.set_up(args, BOARD, env, pg, r)  # COPY, friendships, rebuild (timed), tokens
+        phase("data")
+        run = Run(args, env, key, pg, r, fixture, reads.server_env(), secrets.token_hex(4), random.Random())
+        celery_commands, correctness = run_scenarios(run, phase)
+        # the board and its caches: ~150 MB at 1M of a Redis others use too
+        environment.flush_redis(r, wait_freed=False)
+    # how busy the machine was over the run, and what served
+    busy, total = cpu.busy_ticks()
+    machine["busy_during_run"] = round((busy - busy_at_start[0]) / max(total - busy_at_start[1], 1), 3)
+    machine["load_average_at_start"] = [round(x, 2) for x in load_at_start]
+    machine["server"] = SERVER
+    machine["packages"] = _versions()
+    wall_seconds = round(time.monotonic() - wall, 1)
+    rows = summary(run.details)
+    other = measures(run.details, fixture.setup)
+    ok = correctness["ranks"]["ok"] and all(r["check"] in ("ok", "-") for r in rows + other)
+    markdown = f"{run_header(run, machine, correctness, wall_seconds)}\n\n{render(rows, other)}\n"
+    payload = {
+        "benchmark": "suite",
+        "started_at": started.isoformat(),
+        "wall_seconds": wall_seconds,
+        "phases_seconds": laps.seconds,
+        "command": command_line(),
+        "machine": machine,
+        "code": code.info,
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "serving": {"server": SERVER, "workers": args.workers, "server_env": run.server_env, "celery": celery_commands},
+        "setup": fixture.setup,
+        "summary": rows,
+        "measures": other,
+        "scenarios": run.details,
+        "correctness": correctness,
+        "ok": ok,
+    }
+    latency_png, throughput_png, json_path = write_results(args.out, utc_stamp(started), markdown, rows, payload)
+    if args.publish and args.smoke:
+        environment.log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
+    elif args.publish:
+        publish(markdown, latency_png, throughput_png, json_path)
+    return 0 if ok else 2
+
+
+def run_scenarios(run: Run, phase: Callable[[str], None]) -> tuple[list[str], dict[str, Any]]:
+    """The chosen scenarios in SCENARIOS' order, each timed as a phase, then the reads checked
+    against SQL (while the servers still run) and the freeze. Returns (the background processes'
+    commands, the correctness checks)."""
+    args, env = run.args, run.env
+    chosen = [s for s in SCENARIOS if s in args.scenarios]
+    correctness: dict[str, Any] = {}
+    if "redis" in chosen:
+        scenario_redis(run)
+        phase("redis")
+    with contextlib.ExitStack() as stack:
+        celery_commands = stack.enter_context(
+            background(env, run.server_env, celery=args.celery, projectors=args.projectors)
+        )
+        if args.smoke:
+            run.shared_server = stack.enter_context(
+                ServerProcess(SERVER, env, workers=args.workers, extra_env=run.server_env)
+            )
+        for name in chosen:
+            if name in HTTP_SCENARIOS:
+                HTTP_SCENARIOS[name](run, name)
+                phase(name)
+        correctness["ranks"] = check_reads(run)
+        phase("correctness")
+    if "freeze" in chosen:
+        scenario_freeze(run)
+        phase("freeze")
+    return celery_commands, correctness
 
 
 # --------------------------------------------------------------------------- measuring over HTTP
@@ -190,10 +276,11 @@ def _read(scenario: reads.Scenario) -> loadgen.Request:
 
 @contextlib.contextmanager
 def serving(run: Run, extra_env: dict[str, str] | None = None, *, own: bool = False) -> Iterator[ServerProcess]:
-    """A freshly started server (a worker's heap carries over from one scenario to the next
-    otherwise: TopApi's page cache grows a worker's heap, and every later request pays its garbage collection), or with --smoke the one shared server (whose
-    environment is the run's: *extra_env* then does not apply), unless *own*: a scenario whose
-    figure is its environment (single-direct: no append service) gets a server of its own even then."""
+    """A freshly started server: a worker's heap would carry over from one scenario to the next
+    (TopApi's page cache grows it, and every later request pays its garbage collection). With
+    --smoke the one shared server instead, whose environment is the run's (*extra_env* does not
+    apply), unless *own*: a scenario whose figure is its environment (single-direct, no append
+    service) gets a server of its own even then."""
     if run.shared_server is not None and not own:
         yield run.shared_server
         return
@@ -225,13 +312,11 @@ def measure(
     own_server: bool = False,
 ) -> dict[str, Any]:
     """One scenario over HTTP: closed loop at `concurrency` connections, or open loop at `rate`
-    requests a second. Read-only scenarios disturbed by other work (> cpu.OTHER_CORES_LIMIT cores
-    during the window) run again, up to --retries times; the least disturbed attempt is kept.
-    *server_env*: more environment for the server started for it; *own_server*: started for it
-    with --smoke too (serving())."""
-    args = run.args
+    requests a second, on a server of serving()'s. Read-only scenarios disturbed by other work
+    (> cpu.OTHER_CORES_LIMIT cores during the window) run again, up to --retries times; the
+    least disturbed attempt is kept."""
     # py-spy (--profile) runs beside the server and counts as other work: no reruns then.
-    retries = 0 if submissions or args.profile else args.retries
+    retries = 0 if submissions or run.args.profile else run.args.retries
 
     def once() -> dict[str, Any]:
         with serving(run, server_env, own=own_server) as srv:
@@ -258,8 +343,8 @@ def _measure_once(
         environment.log(f"{name}: warming the caches ({targets:,} reads)")
     warmed = {s.name: reads.warm_caches(srv.port, s, args.concurrency) for s in warm if s.warm_targets}
     tally = Tally(dict(submissions or {}))
-    load = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
-    environment.log(f"{name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {load}")
+    load_text = f"open loop, {rate:,.0f} req/s" if rate else f"closed loop, {concurrency} connections"
+    environment.log(f"{name}: {args.warmup:g} s warm-up + {args.seconds:g} s, {load_text}")
     profile: dict[str, Any] = {}
 
     def start_profile() -> None:  # when the measured window opens
@@ -267,26 +352,31 @@ def _measure_once(
             profile["path"] = path = args.out / f"{run.tag}-{name}-{args.profile}.folded"
             profile["proc"] = profiling.start_recording(srv.pid, args.seconds, path, args.profile)
 
-    monitor = ServerMonitor(run.env, srv.pid, start_profile, r=run.r)
-    lag = ingest.LagSampler(run.env.database_url) if submissions else contextlib.nullcontext()
-    result = run_load(
-        monitor,
-        args,
-        srv.port,
-        make_request,
-        tally.judge,
-        concurrency=concurrency,
-        stagger=args.stagger,
-        rate=rate,
-        beside=lag,
+    monitor = ServerMonitor(run.env, srv.pid, run.r, start_profile)
+    load = loadgen.Load(
+        host="127.0.0.1",
+        port=srv.port,
+        warmup=args.warmup,
+        seconds=args.seconds,
+        make_request=make_request,
+        on_response=tally.judge,
+        timeout=REQUEST_TIMEOUT,
+        monitor=monitor,
     )
-    seconds = result.measured_seconds
+    # the projector's lag sampled while the load runs; the monitor's Postgres connection closed after it
+    lag = ingest.LagSampler(run.env.database_url) if submissions else contextlib.nullcontext()
+    with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
+        if rate:
+            result = runner.run(loadgen.open_loop(load, rate=rate))
+        else:
+            assert concurrency is not None
+            result = runner.run(loadgen.closed_loop(load, concurrency=concurrency, stagger=STAGGER))
     detail: dict[str, Any] = {
         "scenario": name,
         "loop": "open" if rate else "closed",
         "concurrency": concurrency,
         "rate": rate,
-        "load": load,
+        "load": load_text,
         **load_figures(result, tally),
         "latency_ms_by_tag": {tag: latency_ms(v) for tag, v in sorted(result.latencies_by_tag.items())},
         "requests_by_tag": {tag: len(v) for tag, v in sorted(result.latencies_by_tag.items())},
@@ -305,7 +395,7 @@ def _measure_once(
         detail["profile"] = profiling.finish_recording(profile["proc"], profile["path"], run.env.code_dir)
     if submissions:
         detail["projector_lag"] = lag.report()  # while the load ran (warm-up included)
-        detail["results_per_s"] = tally.measured_results / seconds
+        detail["results_per_s"] = tally.measured_results / result.measured_seconds
         detail["rejected_by_code"] = dict(tally.rejected)
         detail["acked_match_ids"] = tally.acked  # for the durability check; dropped from the JSON
     environment.log(
@@ -369,14 +459,14 @@ def scenario_reads(run: Run, name: str) -> None:
         rate = args.open_rate or (closed["requests_per_s"] / 2 if closed else None)
         if not rate:
             raise environment.BenchError("rank-open needs the closed-loop rank scenario first, or --open-rate")
-        detail = measure(run, name, lambda: _read(sc["rank"]), rate=rate, warm=[sc["rank"]])
+        detail = measure(run, name, sc["rank"].request, rate=rate, warm=[sc["rank"]])
         detail["rate_source"] = "--open-rate" if args.open_rate else "half the closed-loop rank throughput"
         run.details[name] = detail
         return
     # top-origin: the same reads as top with nothing in front of Django keeping them
     scenario = sc["top" if name == "top-origin" else name]
     detail = measure(
-        run, name, lambda: _read(scenario), concurrency=args.concurrency, warm=[scenario],
+        run, name, scenario.request, concurrency=args.concurrency, warm=[scenario],
         server_env={"EDGE_CACHE": "0"} if name == "top-origin" else None,
     )  # fmt: skip
     if name == "top-cursor":
@@ -398,7 +488,7 @@ def scenario_mixed(run: Run, name: str) -> None:
         kind = deck.pop()
         if kind == "submit":
             return run.signed(SUBMIT.request(factory), "submit")
-        return _read(sc[kind])
+        return sc[kind].request()
 
     detail = measure(
         run, "mixed", make, submissions={"submit": SUBMIT}, concurrency=run.args.concurrency,
@@ -412,10 +502,8 @@ def scenario_mixed(run: Run, name: str) -> None:
 def scenario_ingest(run: Run, name: str) -> None:
     args = run.args
     written: environment.BoardInfo | None = None
-    server_env: dict[str, str] | None = None
-    if name == "single-direct":
-        # the in-request path (scores/ingest/submit.py) of a web tier without the append service
-        server_env = {"WEB_APPEND_SERVICE": "0"}
+    # single-direct: the in-request path (scores/ingest/submit.py) of a web tier without the append service
+    server_env = {"WEB_APPEND_SERVICE": "0"} if name == "single-direct" else None
     if name == "batch":
         scenario = ingest.Scenario("batch", args.batch_size, batch=True)
         concurrency = args.batch_concurrency
@@ -434,18 +522,19 @@ def scenario_ingest(run: Run, name: str) -> None:
         concurrency=concurrency, server_env=server_env, own_server=server_env is not None,
     )  # fmt: skip
     detail["matches_per_request"] = scenario.matches_per_request
-    detail["cpu_ms_per_result"] = cpu_per_result(detail["cpu_cores"], detail["results_per_s"])
+    # CPU each part spent per acknowledged result during the window (the projector's: applying
+    # them, which it may finish after the window)
+    results = detail["results_per_s"]
+    detail["cpu_ms_per_result"] = {
+        p: round(1000 * detail["cpu_cores"].get(p, 0.0) / results, 3) if results else None for p in CPU_PARTS
+    }
     if written is not None:
         detail["board"] = f"{written.slug} (latest)"
     check_writes(run, detail, written)
     run.details[name] = detail
 
 
-def cpu_per_result(cores: dict[str, float], results_per_s: float) -> dict[str, float | None]:
-    """Milliseconds of CPU each part spent per acknowledged result during the window (the
-    projector's: applying them, which it may finish after the window)."""
-    parts = ("server", "postgres", "projector", "redis", "celery")
-    return {p: round(1000 * cores.get(p, 0.0) / results_per_s, 3) if results_per_s else None for p in parts}
+CPU_PARTS = ("server", "postgres", "projector", "redis", "celery")
 
 
 async def _freshness(run: Run, port: int, probers: int, seconds: float, tag: str) -> dict[str, Any]:
@@ -515,19 +604,18 @@ def scenario_freshness(run: Run, name: str) -> None:
         busy_before, _ = _wait_quiet(args)
         environment.log(f"{name}: {args.freshness_probers} probers for {args.seconds:g} s{beside}")
 
+        def next_batch() -> loadgen.Request:
+            return run.signed(batch.request(factory), "batch")
+
         def batch_load() -> None:
             # its own thread and event loop: building and signing 1000-match bodies would
             # otherwise hold up the probers' loop and count in their latencies
-            load = loadgen.Load(
-                host="127.0.0.1", port=srv.port, warmup=0, seconds=args.seconds,
-                make_request=lambda: run.signed(batch.request(factory), "batch"), on_response=tally.judge,
-                timeout=args.timeout,
-            )  # fmt: skip
-            closed = loadgen.closed_loop(load, concurrency=args.batch_concurrency, stagger=args.stagger)
+            load = loadgen.Load("127.0.0.1", srv.port, 0, args.seconds, next_batch, tally.judge, REQUEST_TIMEOUT)
+            closed = loadgen.closed_loop(load, concurrency=args.batch_concurrency, stagger=STAGGER)
             batch_results.append(asyncio.run(closed))
 
         loader = threading.Thread(target=batch_load, name="batch-load")
-        monitor = ServerMonitor(run.env, srv.pid, r=run.r)
+        monitor = ServerMonitor(run.env, srv.pid, run.r)
         lag = ingest.LagSampler(run.env.database_url)
         with contextlib.closing(monitor), lag, asyncio.Runner(loop_factory=loadgen.event_loop_factory()) as runner:
             monitor.start()
@@ -586,313 +674,6 @@ def scenario_freshness(run: Run, name: str) -> None:
     run.details[name] = detail
 
 
-def check_reads(run: Run) -> dict[str, Any]:
-    """The API's ranks, scores, totals and friends' board ranks against Postgres, at the end."""
-    ingest.wait_applied(run.pg)  # the projector's last batches: Postgres is final only then
-    expected = reads.expected_from_postgres(run.pg, run.board, run.fixture, random.Random(run.args.seed + 1))
-    with serving(run) as srv:
-        check = reads.check_server(srv, run.key, run.board, expected)
-    environment.log(f"ranks vs SQL: {reads.correct_text(check)}")
-    return check
-
-
-def scenario_freeze(run: Run) -> None:
-    """seasons.services.window_freeze, what the close job calls, over the board's N-player `all` window."""
-    from scores.selectors import cached_board
-    from seasons.services import window_freeze
-
-    cfg = cached_board(environment.GAME_SLUG, board_slug=run.args.board)
-    rows = environment.board_players(run.pg, run.board.id)
-    environment.log(f"freeze: the `all` window's {rows:,} players")
-    started = time.perf_counter()
-    freeze = window_freeze(board=cfg, window="all", reason="bench")
-    seconds = time.perf_counter() - started
-    reads.release_django_connections()
-    entries = freeze.entries if freeze is not None else 0
-    run.details["freeze"] = {
-        "players": rows,
-        "entries": entries,
-        "seconds": round(seconds, 3),
-        "players_per_s": rows / seconds,
-        "check": "ok" if entries == rows else f"froze {entries:,} of {rows:,}",
-    }
-
-
-# --------------------------------------------------------------------------- summary
-
-
-def summary(run_details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per figure, with its ratios to the anchors measured in the same run."""
-    d = run_details
-
-    def rate(name: str) -> float | None:
-        return d.get(name, {}).get("requests_per_s")
-
-    def ratio(value: float | None, anchor: float | None) -> float | None:
-        return value / anchor if value and anchor else None
-
-    bare, zadd, zrevrank, naive = rate("bare"), rate("redis ZADD"), rate("redis ZREVRANK"), rate("naive-sql")
-    rows: list[dict[str, Any]] = []
-
-    def add(name: str, label: str, throughput: float | None, unit: str, **extra: Any) -> None:
-        detail = d[name]
-        check = detail.get("check") or (f"{detail['errors']:,} errors" if detail.get("errors") else "ok")
-        row = {"scenario": label, "load": detail.get("load", ""), "throughput": throughput, "unit": unit,
-               "latency_ms": detail.get("latency_ms"), "check": check, **extra}  # fmt: skip
-        if name in TARGETS:
-            judge(row, name)
-        rows.append(row)
-
-    for name in ("redis ZADD", "redis ZREVRANK"):
-        if name in d:
-            add(name, f"redis-benchmark {name.split()[1]}", rate(name), "req/s", anchor_of="raw Redis", check="-")
-    if "bare" in d:
-        add("bare", "bare Django view", bare, "req/s", anchor_of="framework")
-    if "naive-sql" in d:
-        add("naive-sql", "naive SQL rank", naive, "req/s", anchor_of="no sorted set", x_bare=ratio(naive, bare))
-    ingests = {"single": "single-match ingest", "single-direct": "single-match ingest, no append service",
-               "single-latest": "single-match ingest, latest board", "batch": "batch ingest"}  # fmt: skip
-    for name, label in ingests.items():
-        if name in d:
-            results = d[name]["results_per_s"]
-            # A batch request is 1,000 results: only a single submission compares with one bare request.
-            add(name, label, results, "results/s", x_bare=ratio(rate(name), bare) if name != "batch" else None,
-                x_raw=ratio(results, zadd),
-                cpu_detail={k: d[name].get(k) for k in ("cpu_ms_per_result", "projector_lag")})  # fmt: skip
-    cursor_label = f"top after a cursor at depth {d.get('top-cursor', {}).get('cursor_depth', 0):,}"
-    reads = (  # scenario, row, the anchors its rate is compared with (raw Redis: ZREVRANK)
-        ("top", "top (edge)", "bare"),
-        ("top-origin", "top (origin)", "bare"),
-        ("top-cursor", cursor_label, "bare raw"),
-        ("rank", "rank around=5", "bare raw naive"),
-        ("rank-open", "rank around=5", ""),
-        ("friends", "friends (200)", "bare"),
-        ("friends-1000", "friends (1000)", "bare"),
-        ("mixed", "mixed 5/60/30/5", "bare"),
-    )
-    anchors = {"bare": bare, "raw": zrevrank, "naive": naive}
-    for name, label, compared in reads:
-        if name in d:
-            value = rate(name)
-            add(name, label, value, "req/s", **{f"x_{a}": ratio(value, anchors[a]) for a in compared.split()})
-    if "freshness" in d:
-        add("freshness", "freshness (2xx to visible)", d["freshness"]["probes_per_s"], "probes/s")
-    if "freshness-loaded" in d:
-        loaded = d["freshness-loaded"]
-        add("freshness-loaded", "freshness beside batch ingest", loaded["probes_per_s"], "probes/s",
-            late=loaded.get("late"))  # fmt: skip
-    return rows
-
-
-def measures(run_details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> list[dict[str, Any]]:
-    """The figures that are not request rates: memory, rebuild, freeze."""
-    raw = run_details.get("redis load", {})
-    memory, rebuilt = setup["memory"], setup["rebuild"]
-    out = [
-        ("memory", {"measure": "Redis bytes per member (used_memory Δ)", "value": memory["bytes_per_member_used_memory"],
-                    "unit": "B", "raw": raw.get("bytes_per_member_used_memory")}),
-        ("memory", {"measure": "Redis bytes per member (MEMORY USAGE)", "value": memory["bytes_per_member_memory_usage"],
-                    "unit": "B", "raw": raw.get("bytes_per_member_memory_usage")}),
-        ("rebuild", {"measure": "rebuild (boards_rebuild, one window)", "value": rebuilt["entries_per_s"],
-                     "unit": "entries/s", "raw": raw.get("entries_per_s")}),
-    ]  # fmt: skip
-    if "freeze" in run_details:
-        f = run_details["freeze"]
-        out.append(("freeze", {"measure": f"freeze the window ({f['players']:,} players)", "value": f["seconds"],
-                               "unit": "s", "raw": None, "check": f["check"]}))  # fmt: skip
-    for target, row in out:
-        row["ratio"] = row["value"] / row["raw"] if row["raw"] else None
-        row.setdefault("check", "ok")
-        judge(row, target)
-    return [row for _, row in out]
-
-
-def _ratio(value: float | None) -> str:
-    """`0.62×`, `0.0012×`, `12×`: two significant digits whatever the size."""
-    if value is None:
-        return "-"
-    return f"{value:.2g}×" if value < 10 else f"{value:,.0f}×"
-
-
-def render(rows: list[dict[str, Any]], other: list[dict[str, Any]]) -> str:
-    main = markdown_table(
-        ["scenario", "load", "throughput", "p50 ms", "p95 ms", "p99 ms", "× bare Django", "× raw Redis",
-         "× naive SQL", "target", "check"],
-        [[r["scenario"] + (" *(anchor)*" if r.get("anchor_of") else ""), r["load"],
-          f"{r['throughput']:,.0f} {r['unit']}" if r["throughput"] else "-",
-          (r["latency_ms"] or {}).get("p50"), (r["latency_ms"] or {}).get("p95"), (r["latency_ms"] or {}).get("p99"),
-          _ratio(r.get("x_bare")), _ratio(r.get("x_raw")), _ratio(r.get("x_naive")), r.get("target_text", ""),
-          r["check"]] for r in rows],
-    )  # fmt: skip
-    second = markdown_table(
-        ["measure", "value", "raw Redis (anchor set)", "× raw", "target", "check"],
-        [[m["measure"], f"{m['value']:,.1f} {m['unit']}" if m["value"] < 1000 else f"{m['value']:,.0f} {m['unit']}",
-          f"{m['raw']:,.1f}" if m["raw"] else "-", _ratio(m["ratio"]), m.get("target_text", ""), m["check"]] for m in other],
-    )  # fmt: skip
-    parts = ("server", "postgres", "projector", "redis", "celery")
-    ingest_rows = []
-    for r in rows:  # the ingest rows: summary() keeps their CPU per result and projector lag
-        detail = r.get("cpu_detail") or {}
-        if detail:
-            lag = (detail.get("projector_lag") or {}).get("max_s")
-            per_result = [_ms(detail["cpu_ms_per_result"].get(p)) for p in parts]
-            ingest_rows.append([r["scenario"], *per_result, "-" if lag is None else f"{lag:g} s"])
-    if not ingest_rows:
-        return f"{main}\n\n{second}"
-    third = markdown_table(
-        ["ingest scenario", "web server", "Postgres", "projector", "Redis", "Celery", "projector lag max"], ingest_rows
-    )
-    return f"{main}\n\n{second}\n\nCPU per result (ms):\n\n{third}"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-# --------------------------------------------------------------------------- command line
-
-
-SMOKE = {  # --smoke: tiny data, about a second per scenario (what tests/bench/test_smoke.py runs)
-    "players": 2000, "seconds": 1.0, "warmup": 0.3, "batch_size": 50, "batch_concurrency": 2, "concurrency": 8,
-    "token_pool": 200, "friend_players": 20, "friends": 200, "quiet_wait": 0.0, "retries": 0, "freshness_probers": 2,
-}  # fmt: skip
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = bench_parser("python -m bench", __doc__)
-    add_run_args(parser, "players", "seconds", "batch-size", "code")
-    add = parser.add_argument
-    add("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default 2)")
-    add("--concurrency", type=int, default=32, help="closed-loop connections (default 32)")
-    add(
-        "--workers",
-        type=int,
-        default=DEFAULT_WEB_WORKERS,
-        help="HTTP worker processes of a server (default %(default)s)",
-    )
-    add("--board", default="rating", help="board of bench/game.toml (default rating)")
-    add("--token-pool", type=int, default=2000, help="players the rank scenarios read (default 2000)")
-    add("--friend-players", type=int, default=500, help="players with a friend list (default 500)")
-    add("--friends", type=int, default=200, help="friends each of them has (default 200)")
-    add(
-        "--throttle-rate",
-        default="100000000/min",
-        help="THROTTLE_PLAYER_READS and THROTTLE_ADDRESS_READS of the servers (raised; default 100000000/min)",
-    )
-    add("--seed", type=int, default=42, help="random seed of the data (default 42)")
-    add("--timeout", type=float, default=60.0, help="seconds before a request counts as timed out (default 60)")
-    add(
-        "--stagger",
-        type=float,
-        default=0.01,
-        help="seconds between the starts of two connections (default 0.01; see bench/loadgen.py)",
-    )
-    add(
-        "--quiet-wait",
-        type=float,
-        default=60.0,
-        help="seconds to wait before each scenario for the machine to be under 20%% busy (default 60)",
-    )
-    add(
-        "--retries",
-        type=int,
-        default=1,
-        help="reruns of a read scenario that other work took over 0.25 cores from (default 1)",
-    )
-    add("--profile", choices=("cpu", "wall"), help="record what is measured with py-spy (it slows it)")
-    add("--scenarios", type=csv_choices(SCENARIOS), default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}")
-    add(
-        "--smoke",
-        action="store_true",
-        help="seconds, tiny data: 2,000 players, 1 s per scenario, one server (the test suite's run)",
-    )
-    add("--batch-concurrency", type=int, default=4, help="connections sending batches (default 4)")
-    add("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
-    add("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default 4)")
-    add("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
-    add("--projectors", type=int, default=1, help="projector processes, lanes split (default 1)")
-    add("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
-    add("--publish", action="store_true", help="put the table and plots into docs/BENCHMARKS.md")
-    args = parser.parse_args(argv)
-    if args.smoke:  # its sizes replace the defaults; flags given still win
-        parser.set_defaults(**SMOKE)
-        args = parser.parse_args(argv)
-    for name in ("players", "seconds", "concurrency", "token_pool", "friend_players", "friends"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be positive")
-    if args.warmup < 0:
-        parser.error("--warmup must not be negative")
-    if not 1 <= args.batch_size <= 1000:
-        parser.error("--batch-size must be 1-1000 (docs/api.md §4)")
-    if args.players <= args.friend_players + args.friends:
-        parser.error("--players must exceed --friend-players + --friends (friends are drawn among the others)")
-    if args.profile:
-        profiling.py_spy_binary()  # fails now, with how to install it, rather than mid-run
-    return args
-
-
-def run_suite(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
-    # the machine's state before any work, for the run's header
-    started, wall = datetime.now(UTC), time.monotonic()
-    busy_at_start, load_at_start = cpu.busy_ticks(), os.getloadavg()
-    laps = Laps(1)
-    phase = laps.mark
-    environment.log(f"preparing the bench database (migrate, bench/game.toml, a server key); {args.players:,} players")
-    environment.prepare_database(env)
-    key = environment.create_server_key(env)
-    phase("database")
-    with environment.connect(env) as pg, environment.redis_client(env) as r:
-        machine = machine_info(pg, r)
-        environment.log(machine_line(machine))
-        fixture = reads.set_up(args, env, pg, r)  # COPY, friendships, rebuild (timed), tokens
-        phase("data")
-        run = Run(args, env, key, pg, r, fixture, reads.server_env(args), secrets.token_hex(4), random.Random())
-        celery_commands, correctness = run_scenarios(run, phase)
-        # the board and its caches: ~150 MB at 1M of a Redis others use too
-        environment.flush_redis(r, wait_freed=False)
-    # how busy the machine was over the run, and what served
-    busy, total = cpu.busy_ticks()
-    machine["busy_during_run"] = round((busy - busy_at_start[0]) / max(total - busy_at_start[1], 1), 3)
-    machine["load_average_at_start"] = [round(x, 2) for x in load_at_start]
-    machine["server"] = SERVER
-    machine["packages"] = _versions()
-    wall_seconds = round(time.monotonic() - wall, 1)
-    rows = summary(run.details)
-    other = measures(run.details, fixture.setup)
-    ok = correctness["ranks"]["ok"] and all(r["check"] in ("ok", "-") for r in rows + other)
-    markdown = f"{run_header(run, machine, correctness, wall_seconds)}\n\n{render(rows, other)}\n"
-    payload = {
-        "benchmark": "suite",
-        "started_at": started.isoformat(),
-        "wall_seconds": wall_seconds,
-        "phases_seconds": laps.seconds,
-        "command": command_line(),
-        "machine": machine,
-        "code": code.info,
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "serving": {
-            "server": SERVER,
-            "workers": args.workers,
-            "server_env": run.server_env,
-            "celery": celery_commands,
-        },  # fmt: skip
-        "setup": fixture.setup,
-        "summary": rows,
-        "measures": other,
-        "scenarios": run.details,
-        "correctness": correctness,
-        "ok": ok,
-    }
-    latency_png, throughput_png, json_path = write_results(
-        args.out, utc_stamp(started), machine, markdown, rows, payload
-    )
-    if args.publish and args.smoke:
-        environment.log("--smoke: not published to docs/BENCHMARKS.md (tiny data)")
-    elif args.publish:
-        publish(markdown, latency_png, throughput_png, json_path)
-    return 0 if ok else 2
-
-
 # The scenarios over HTTP, while the servers run; redis runs before them, freeze after.
 HTTP_SCENARIOS: dict[str, Callable[[Run, str], None]] = {
     **dict.fromkeys(
@@ -906,34 +687,117 @@ HTTP_SCENARIOS: dict[str, Callable[[Run, str], None]] = {
 }
 
 
-def run_scenarios(run: Run, phase: Callable[[str], None]) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    """The chosen scenarios in SCENARIOS' order, each timed as a phase, then the reads checked
-    against SQL (while the servers still run) and the freeze. Returns (the Celery commands,
-    the correctness checks)."""
-    args, env = run.args, run.env
-    chosen = [s for s in SCENARIOS if s in args.scenarios]
-    correctness: dict[str, Any] = {}
-    if "redis" in chosen:
-        scenario_redis(run)
-        phase("redis")
-    with contextlib.ExitStack() as stack:
-        celery_commands = stack.enter_context(
-            background(env, run.server_env, celery=args.celery, projectors=args.projectors)
-        )
-        if args.smoke:
-            run.shared_server = stack.enter_context(
-                ServerProcess(SERVER, env, workers=args.workers, extra_env=run.server_env)
-            )
-        for name in chosen:
-            if name in HTTP_SCENARIOS:
-                HTTP_SCENARIOS[name](run, name)
-                phase(name)
-        correctness["ranks"] = check_reads(run)
-        phase("correctness")
-    if "freeze" in chosen:
-        scenario_freeze(run)
-        phase("freeze")
-    return celery_commands, correctness
+def check_reads(run: Run) -> dict[str, Any]:
+    """The API's ranks, scores, totals and friends' board ranks against Postgres, at the end."""
+    ingest.wait_applied(run.pg)  # the projector's last batches: Postgres is final only then
+    with serving(run) as srv:
+        check = reads.check_server(srv, run.key, run.pg, run.fixture, random.Random(run.args.seed + 1))
+    environment.log(f"ranks vs SQL: {reads.correct_text(check)}")
+    return check
+
+
+def scenario_freeze(run: Run) -> None:
+    """seasons.services.window_freeze, what the close job calls, over the board's N-player `all` window."""
+    from scores.selectors import cached_board
+    from seasons.services import window_freeze
+
+    cfg = cached_board(environment.GAME_SLUG, board_slug=BOARD)
+    rows = environment.board_players(run.pg, run.board.id)
+    environment.log(f"freeze: the `all` window's {rows:,} players")
+    started = time.perf_counter()
+    freeze = window_freeze(board=cfg, window="all", reason="bench")
+    seconds = time.perf_counter() - started
+    loading.release_django_connections()
+    entries = freeze.entries if freeze is not None else 0
+    run.details["freeze"] = {
+        "players": rows,
+        "entries": entries,
+        "seconds": round(seconds, 3),
+        "players_per_s": rows / seconds,
+        "check": "ok" if entries == rows else f"froze {entries:,} of {rows:,}",
+    }
+
+
+# --------------------------------------------------------------------------- the report
+
+# The main table's rows, in order: scenario, label, unit, and the anchors its throughput is
+# compared with (x_bare: the bare view; x_raw: redis-benchmark ZADD for ingest, ZREVRANK for
+# reads; x_naive: the naive SQL rank).
+ZADD, ZREVRANK = "redis ZADD", "redis ZREVRANK"
+ROWS: tuple[tuple[str, str, str, dict[str, str | None]], ...] = (
+    (ZADD, "redis-benchmark ZADD", "req/s", {}),
+    (ZREVRANK, "redis-benchmark ZREVRANK", "req/s", {}),
+    ("bare", "bare Django view", "req/s", {}),
+    ("naive-sql", "naive SQL rank", "req/s", {"x_bare": "bare"}),
+    ("single", "single-match ingest", "results/s", {"x_bare": "bare", "x_raw": ZADD}),
+    ("single-direct", "single-match ingest, no append service", "results/s", {"x_bare": "bare", "x_raw": ZADD}),
+    ("single-latest", "single-match ingest, latest board", "results/s", {"x_bare": "bare", "x_raw": ZADD}),
+    # a batch request is 1,000 results: only a single submission compares with one bare request
+    ("batch", "batch ingest", "results/s", {"x_bare": None, "x_raw": ZADD}),
+    ("top", "top (edge)", "req/s", {"x_bare": "bare"}),
+    ("top-origin", "top (origin)", "req/s", {"x_bare": "bare"}),
+    ("top-cursor", "top after a cursor at depth {cursor_depth:,}", "req/s", {"x_bare": "bare", "x_raw": ZREVRANK}),
+    ("rank", "rank around=5", "req/s", {"x_bare": "bare", "x_raw": ZREVRANK, "x_naive": "naive-sql"}),
+    ("rank-open", "rank around=5", "req/s", {}),
+    ("friends", "friends (200)", "req/s", {"x_bare": "bare"}),
+    ("friends-1000", "friends (1000)", "req/s", {"x_bare": "bare"}),
+    ("mixed", "mixed 5/60/30/5", "req/s", {"x_bare": "bare"}),
+    ("freshness", "freshness (2xx to visible)", "probes/s", {}),
+    ("freshness-loaded", "freshness beside batch ingest", "probes/s", {}),
+)
+THROUGHPUT = {"req/s": "requests_per_s", "results/s": "results_per_s", "probes/s": "probes_per_s"}
+ANCHOR_OF = {ZADD: "raw Redis", ZREVRANK: "raw Redis", "bare": "framework", "naive-sql": "no sorted set"}
+
+
+def summary(details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per figure, with its ratios to the anchors measured in the same run."""
+    rows: list[dict[str, Any]] = []
+    for name, label, unit, ratios in ROWS:
+        if name not in details:
+            continue
+        d = details[name]
+        throughput = d[THROUGHPUT[unit]]
+        check = d.get("check") or (f"{d['errors']:,} errors" if d.get("errors") else "ok")
+        row = {"scenario": label.format(**d), "load": d.get("load", ""), "throughput": throughput, "unit": unit,
+               "latency_ms": d.get("latency_ms"), "check": check}  # fmt: skip
+        if name in ANCHOR_OF:
+            row["anchor_of"] = ANCHOR_OF[name]
+        if name in (ZADD, ZREVRANK):
+            row["check"] = "-"
+        for key, anchor in ratios.items():
+            anchor_rate = details[anchor]["requests_per_s"] if anchor in details else None
+            row[key] = throughput / anchor_rate if throughput and anchor_rate else None
+        if unit == "results/s":  # the ingest rows: CPU per result and the projector's lag, for render()
+            row["cpu_detail"] = {k: d.get(k) for k in ("cpu_ms_per_result", "projector_lag")}
+        if name == "freshness-loaded":
+            row["late"] = d.get("late")
+        if name in TARGETS:
+            judge(row, name)
+        rows.append(row)
+    return rows
+
+
+def measures(details: dict[str, dict[str, Any]], setup: dict[str, Any]) -> list[dict[str, Any]]:
+    """The figures that are not request rates: memory, rebuild, freeze."""
+    raw = details.get("redis load", {})
+    memory, rebuilt = setup["memory"], setup["rebuild"]
+    out = [
+        ("memory", {"measure": "Redis bytes per member (used_memory Δ)", "value": memory["bytes_per_member_used_memory"],
+                    "unit": "B", "raw": raw.get("bytes_per_member_used_memory")}),
+        ("memory", {"measure": "Redis bytes per member (MEMORY USAGE)", "value": memory["bytes_per_member_memory_usage"],
+                    "unit": "B", "raw": raw.get("bytes_per_member_memory_usage")}),
+        ("rebuild", {"measure": "rebuild (boards_rebuild, one window)", "value": rebuilt["entries_per_s"],
+                     "unit": "entries/s", "raw": raw.get("entries_per_s")}),
+    ]  # fmt: skip
+    if "freeze" in details:
+        f = details["freeze"]
+        out.append(("freeze", {"measure": f"freeze the window ({f['players']:,} players)", "value": f["seconds"],
+                               "unit": "s", "raw": None, "check": f["check"]}))  # fmt: skip
+    for target, row in out:
+        row["ratio"] = row["value"] / row["raw"] if row["raw"] else None
+        row.setdefault("check", "ok")
+        judge(row, target)
+    return [row for _, row in out]
 
 
 def run_header(run: Run, machine: dict[str, Any], correctness: dict[str, Any], wall_seconds: float) -> str:
@@ -958,13 +822,52 @@ def run_header(run: Run, machine: dict[str, Any], correctness: dict[str, Any], w
     return header
 
 
+def _ratio(value: float | None) -> str:
+    """`0.62×`, `0.0012×`, `12×`: two significant digits whatever the size."""
+    if value is None:
+        return "-"
+    return f"{value:.2g}×" if value < 10 else f"{value:,.0f}×"
+
+
+def render(rows: list[dict[str, Any]], other: list[dict[str, Any]]) -> str:
+    main = markdown_table(
+        ["scenario", "load", "throughput", "p50 ms", "p95 ms", "p99 ms", "× bare Django", "× raw Redis",
+         "× naive SQL", "target", "check"],
+        [[r["scenario"] + (" *(anchor)*" if r.get("anchor_of") else ""), r["load"],
+          f"{r['throughput']:,.0f} {r['unit']}" if r["throughput"] else "-",
+          (r["latency_ms"] or {}).get("p50"), (r["latency_ms"] or {}).get("p95"), (r["latency_ms"] or {}).get("p99"),
+          _ratio(r.get("x_bare")), _ratio(r.get("x_raw")), _ratio(r.get("x_naive")), r.get("target_text", ""),
+          r["check"]] for r in rows],
+    )  # fmt: skip
+    second = markdown_table(
+        ["measure", "value", "raw Redis (anchor set)", "× raw", "target", "check"],
+        [[m["measure"], f"{m['value']:,.1f} {m['unit']}" if m["value"] < 1000 else f"{m['value']:,.0f} {m['unit']}",
+          f"{m['raw']:,.1f}" if m["raw"] else "-", _ratio(m["ratio"]), m.get("target_text", ""), m["check"]] for m in other],
+    )  # fmt: skip
+    ingest_rows = []
+    for r in rows:
+        if r.get("cpu_detail"):
+            per_result, lag = (
+                r["cpu_detail"]["cpu_ms_per_result"],
+                (r["cpu_detail"]["projector_lag"] or {}).get("max_s"),
+            )
+            cells = ["-" if per_result.get(p) is None else f"{per_result[p]:.3f}" for p in CPU_PARTS]
+            ingest_rows.append([r["scenario"], *cells, "-" if lag is None else f"{lag:g} s"])
+    if not ingest_rows:
+        return f"{main}\n\n{second}"
+    third = markdown_table(
+        ["ingest scenario", "web server", "Postgres", "projector", "Redis", "Celery", "projector lag max"], ingest_rows
+    )
+    return f"{main}\n\n{second}\n\nCPU per result (ms):\n\n{third}"
+
+
 def write_results(
-    out: Path, stamp: str, machine: dict[str, Any], markdown: str, rows: list[dict[str, Any]], payload: dict[str, Any]
+    out: Path, stamp: str, markdown: str, rows: list[dict[str, Any]], payload: dict[str, Any]
 ) -> tuple[Path, Path, Path]:
     """<stamp>-latency.png, <stamp>-throughput.png, <stamp>.md and <stamp>.json in `out` (the JSON
     written whole or not at all). Returns the plots' and the JSON's paths."""
     out.mkdir(parents=True, exist_ok=True)
-    title = f"{payload['config']['players']:,} players, {machine['nproc']} CPU, {stamp}"
+    title = f"{payload['config']['players']:,} players, {payload['machine']['nproc']} CPU, {stamp}"
     latency_png = plots.latency_plot(rows, out / f"{stamp}-latency.png", f"Latency per scenario ({title})")
     throughput_png = plots.throughput_plot(rows, out / f"{stamp}-throughput.png", f"Throughput per scenario ({title})")
     md_path = out / f"{stamp}.md"
@@ -984,8 +887,6 @@ def write_results(
 
 def _versions() -> dict[str, str | None]:
     """The serving stack's versions (the measured code's virtualenv is this one), and redis-benchmark's."""
-    from importlib import metadata
-
     found: dict[str, str | None] = {}
     for name in ("Django", "djangorestframework", "uvicorn", "gunicorn", "uvloop", "celery", "psycopg", "redis"):
         try:
@@ -1003,9 +904,8 @@ def publish(markdown: str, latency_png: Path, throughput_png: Path, json_path: P
     DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(latency_png, DOCS_IMAGES / "latency.png")
     shutil.copyfile(throughput_png, DOCS_IMAGES / "throughput.png")
-    shown = (
-        json_path.relative_to(environment.REPO_ROOT) if json_path.is_relative_to(environment.REPO_ROOT) else json_path
-    )
+    root = environment.REPO_ROOT
+    shown = json_path.relative_to(root) if json_path.is_relative_to(root) else json_path
     section = (
         f"{DOCS_BEGIN}\n`{command_line()}` → `{shown}`\n\n{markdown}\n"
         f"![latency per scenario](benchmarks/latency.png)\n\n![throughput per scenario](benchmarks/throughput.png)\n"
@@ -1021,14 +921,61 @@ def publish(markdown: str, latency_png: Path, throughput_png: Path, json_path: P
     environment.log(f"published to {DOCS_FILE} and {DOCS_IMAGES}/")
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+# --------------------------------------------------------------------------- command line
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    # `kill <pid>` (or a background start, where SIGINT is ignored) stops the run like Ctrl-C:
-    # the servers and Celery it started, each in a process group of its own, go with it.
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
-    return run_benchmark(args, run_suite, wait=True)
+SMOKE = {  # --smoke: tiny data, about a second per scenario (what tests/bench/test_smoke.py runs)
+    "players": 2000, "seconds": 1.0, "warmup": 0.3, "batch_size": 50, "batch_concurrency": 2, "concurrency": 8,
+    "token_pool": 200, "friend_players": 20, "friends": 200, "quiet_wait": 0.0, "retries": 0, "freshness_probers": 2,
+}  # fmt: skip
+
+
+def _scenario_list(text: str) -> list[str]:
+    chosen = [s.strip() for s in text.split(",") if s.strip()]
+    if not chosen or any(s not in SCENARIOS for s in chosen):
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(SCENARIOS)} (got {text!r})")
+    return chosen
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--players", type=int, default=1_000_000, help="players on the board, p1..pN (default %(default)s)")
+    add("--seconds", type=float, default=15.0, help="measured seconds per scenario (default %(default)s)")
+    add("--warmup", type=float, default=2.0, help="unmeasured seconds before each (default %(default)s)")
+    add("--scenarios", type=_scenario_list, default=list(SCENARIOS), help=f"default {','.join(SCENARIOS)}")
+    add("--smoke", action="store_true", help="tiny data, 1 s per scenario, one server (the test suite's run)")
+    add("--concurrency", type=int, default=32, help="closed-loop connections (default %(default)s)")
+    add("--workers", type=int, default=DEFAULT_WEB_WORKERS, help="HTTP worker processes (default %(default)s)")
+    add("--batch-size", type=int, default=1000, help="matches per batch request, 1-1000 (default %(default)s)")
+    add("--batch-concurrency", type=int, default=4, help="connections sending batches (default %(default)s)")
+    add("--open-rate", type=float, help="rank-open's arrival rate (default: half the closed rank's)")
+    add("--freshness-probers", type=int, default=4, help="concurrent freshness probes (default %(default)s)")
+    add("--token-pool", type=int, default=2000, help="players the rank scenarios read (default %(default)s)")
+    add("--friend-players", type=int, default=500, help="players with a friend list (default %(default)s)")
+    add("--friends", type=int, default=200, help="friends each of them has (default %(default)s)")
+    add("--seed", type=int, default=42, help="random seed of the data (default %(default)s)")
+    add("--quiet-wait", type=float, default=60.0, help="seconds to wait for a quiet machine (default %(default)s)")
+    add("--retries", type=int, default=1, help="reruns of a read scenario others disturbed (default %(default)s)")
+    add("--profile", choices=("cpu", "wall"), help="record the measured windows with py-spy (it slows them)")
+    add("--no-celery", dest="celery", action="store_false", help="no Celery worker and beat")
+    add("--projectors", type=int, default=1, help="projector processes, lanes split (default %(default)s)")
+    add_code_arg(parser)
+    add("--out", type=Path, default=RESULTS_DIR, help="where results go (default bench/results/)")
+    add("--publish", action="store_true", help="put the tables and plots into docs/BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    if args.smoke:  # its sizes replace the defaults; flags given still win
+        parser.set_defaults(**SMOKE)
+        args = parser.parse_args(argv)
+    for name in ("players", "seconds", "concurrency", "token_pool", "friend_players", "friends"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.warmup < 0:
+        parser.error("--warmup must not be negative")
+    if not 1 <= args.batch_size <= 1000:
+        parser.error("--batch-size must be 1-1000 (docs/api.md §4)")
+    if args.players <= args.friend_players + args.friends:
+        parser.error("--players must exceed --friend-players + --friends (friends are drawn among the others)")
+    if args.profile:
+        profiling.py_spy_binary()  # fails now, with how to install it, rather than mid-run
+    return args

@@ -44,15 +44,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench import cpu, environment
-from bench.cli import add_run_args, run_benchmark
-from bench.code import CodeTree
+from bench.code import CodeTree, add_code_arg, run_benchmark
 from bench.ingest import match
-from bench.loadgen import HttpConnection, Request, sign
+from bench.loadgen import HttpConnection, Request, signed_headers
 from bench.machine import machine_info
 from bench.report import markdown_table, ms, percentile, report_results
 from bench.server import ServerProcess, background
 
-GAME = "bench"
+GAME = environment.GAME_SLUG
 BOARD = "rating"
 SEED_SCORE = (90_000, 100_000)  # a narrow band: later top scores stay plausible to the anti-cheat rules
 CONNECT_CONCURRENCY = 100
@@ -102,9 +101,9 @@ def _client_cpu() -> float:
 
 
 class Submitter:
-    def __init__(self, port: int, key_id: str, secret: str) -> None:
+    def __init__(self, port: int, key: environment.ServerKey) -> None:
         self.conn = HttpConnection("127.0.0.1", port)
-        self.key_id, self.secret = key_id, secret
+        self.key = key
         self.count = 0
         self.overloaded = 0  # 503s retried
         self.statuses: Counter[str] = Counter()
@@ -113,7 +112,7 @@ class Submitter:
         """POST, the same body again while the service answers 503 `overloaded` (admission
         control: nothing was stored), for up to OVERLOADED_RETRY_SECONDS."""
         data = json.dumps(body).encode()
-        headers = [("X-Key-Id", self.key_id), ("X-Signature", sign(self.secret, "POST", path, data))]
+        headers = signed_headers(self.key, "POST", path, data)
         deadline = time.monotonic() + OVERLOADED_RETRY_SECONDS
         while True:
             response = await self.conn.request(Request("POST", path, data, headers=headers))
@@ -288,13 +287,13 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
     with ServerProcess("uvicorn", env, workers=1, extra_env=extra) as server, background(env, extra):
 
         async def seed() -> None:
-            sub = Submitter(server.port, key.key_id, key.secret)
+            sub = Submitter(server.port, key)
             environment.log(f"seeding {players} players")
             await _seed(sub, players)
             await sub.conn.close()
 
         async def measure(tokens: list[str]) -> None:
-            sub = Submitter(server.port, key.key_id, key.secret)
+            sub = Submitter(server.port, key)
             next_score = [SEED_SCORE[1]]  # each submission a new best by one point: plausible to anti-cheat
             for n in args.clients:
                 steps.append(await _step(args, server, sub, tokens, n, next_score))
@@ -313,15 +312,21 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.websockets", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=lambda t: [int(x) for x in t.split(",")], default=[250, 1000, 2000])
-    parser.add_argument("--token-share", type=float, default=0.5, help="share of sockets with a player token")
-    parser.add_argument("--quiet", type=int, default=8, help="submissions in the quiet phase")
-    parser.add_argument("--quiet-gap", type=float, default=1.5, help="seconds between quiet submissions")
-    parser.add_argument("--busy-rate", type=float, default=20.0, help="submissions a second in the busy phase")
-    parser.add_argument("--interval", type=float, default=0.75, help="LIVE_INTERVAL_SECONDS of the servers")
-    add_run_args(parser, "seconds", "code", seconds=10.0)  # seconds: the busy phase, the measured one
-    args = parser.parse_args(argv)
-    return run_benchmark(args, run, wait=True)
+    add = parser.add_argument
+    add(
+        "--clients",
+        type=lambda t: [int(x) for x in t.split(",")],
+        default=[250, 1000, 2000],
+        help="comma-separated socket counts (default 250,1000,2000)",
+    )
+    add("--token-share", type=float, default=0.5, help="share of sockets with a player token (default %(default)s)")
+    add("--quiet", type=int, default=8, help="submissions in the quiet phase (default %(default)s)")
+    add("--quiet-gap", type=float, default=1.5, help="seconds between quiet submissions (default %(default)s)")
+    add("--busy-rate", type=float, default=20.0, help="submissions a second when busy (default %(default)s)")
+    add("--seconds", type=float, default=10.0, help="the busy phase, the measured one (default %(default)s)")
+    add("--interval", type=float, default=0.75, help="LIVE_INTERVAL_SECONDS of the server (default %(default)s)")
+    add_code_arg(parser)
+    return run_benchmark(parser.parse_args(argv), run)
 
 
 if __name__ == "__main__":
