@@ -210,23 +210,28 @@ class LocalHub:
         top text as published, then, after one standings read for all of the group's players
         and their friends, each player's own rank and passed messages."""
         top = next((e["top"] for e in reversed(events) if e.get("top")), None)
-        players: list[BoardConsumer] = []
+        ready: list[BoardConsumer] = []
         for sock in list(group.sockets):
             if sock.backlog is not None:  # still sending its on-connect messages: it sends this after them
                 sock.backlog.append(top)
-                continue
-            if top is not None:
+            else:
+                ready.append(sock)
+        players = [sock for sock in ready if sock.pk is not None]
+        read = None
+        if players:
+            self._friends_refresh(group, players)
+            wanted: set[int] = set()
+            for sock in players:
+                wanted |= sock.follows
+            # in a worker thread, mostly waiting for Redis, while the loop below sends the tops
+            read = asyncio.ensure_future(_threaded(live.standings_read)(group.board, group.window, sorted(wanted)))
+        if top is not None:
+            for sock in ready:
                 sock.tell(top)
-            if sock.pk is not None:
-                players.append(sock)
-        if not players:
+        if read is None:
             return
-        self._friends_refresh(group, players)
-        wanted: set[int] = set()
-        for sock in players:
-            wanted |= sock.follows
         try:
-            after = await _threaded(live.standings_read)(group.board, group.window, sorted(wanted))
+            after = await read
         except REDIS_DOWN as exc:
             log.debug("live: standings unavailable: %s", exc)
             return
