@@ -158,9 +158,15 @@ class LocalHub:
         return channel
 
     async def _receive(self, channel: str) -> None:
+        """Hands each update to its group's worker (this process's sockets on other board windows
+        do not wait for it)."""
         layer = get_channel_layer()
         while True:
-            event = await layer.receive(channel)
+            try:
+                event = await layer.receive(channel)
+            except Exception:  # a message it could not decode: the next one is read all the same
+                log.exception("live: could not receive an update")
+                continue
             group = self.groups.get(event.get("group", ""))
             if group is not None and event.get("type") == "live.update":
                 group.updates.put_nowait(event)
@@ -368,6 +374,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     async def _standings_read_send(self) -> None:
         """The player's own read (on connect, and for updates that came during it)."""
+        assert self.sub is not None
         try:
             after = await _threaded(live.standings_read)(self.sub.board, self.sub.window, sorted(self.follows))
         except REDIS_DOWN as exc:
