@@ -197,6 +197,11 @@ class LocalHub:
         await asyncio.wait([group.subscribed])  # not before its group_add is done
         if not _succeeded(group.subscribed):
             return  # it failed: nothing to undo
+        channel = self._channel.result() if self._channel is not None and _succeeded(self._channel) else None
+        if group.name in self.groups and channel == group.channel:
+            # a socket joined the window again meanwhile, on the same channel: keep it (this check
+            # and group_discard's removal from the layer's group run with no await in between)
+            return
         try:
             await get_channel_layer().group_discard(group.name, group.channel)
         except Exception as exc:  # Redis down: the subscriber's reconnect drops what it no longer knows

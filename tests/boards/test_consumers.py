@@ -489,6 +489,26 @@ async def test_a_slow_client_holds_up_only_itself_and_gets_its_messages_in_order
         await comm.disconnect()
 
 
+@run_async
+async def test_a_window_left_and_joined_again_at_once_keeps_its_subscription(ranked: SignedClient) -> None:
+    """The last socket of a window leaves and another joins in the same moment, on the process's
+    channel (kept by a socket on another board): the leaving one's unsubscription, which runs
+    after, must not take the window's subscription from the joining one."""
+    other = await opened("/ws/games/chess/boards/golf/")  # keeps the hub's channel open
+    comm = await opened(WS)
+    for each in (other, comm):
+        await on_connect(each, None)
+    group = next(g for g in hub().groups.values() if g.window == "all" and g.board.slug == "rating")
+    (sock,) = group.sockets
+    hub().leave(sock)
+    await hub().join(sock)  # as a socket opening at that moment would
+
+    await post(ranked, "n1", [{"player": "p9", "board": "rating", "score": 900}])
+    await told_of_p9(comm, None)
+    for each in (other, comm):
+        await each.disconnect()
+
+
 NEWER_TOP = json.dumps({"type": "top", "window": "all", "entries": [], "newer": True})
 
 
