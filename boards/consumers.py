@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 SERVER_SEND = "live.server_send"  # the scope key of the server's own send (boards/routing.py)
 FRIENDS_REFRESH_SECONDS = 60.0
 ROLLOVER_JITTER_SECONDS = 30.0  # spread the reconnects of sockets whose daily window ended
-UNAVAILABLE = 1011  # the websocket protocol's "unexpected condition": a dropped connection to clients
 
 
 def _threaded(fn: Any) -> Any:
@@ -348,16 +347,10 @@ class BoardConsumer(AsyncWebsocketConsumer):
         await self.hub.join(self)
         if self.pk is not None:
             self.friends_set(await _threaded(live.friends_of)(self.pk))
-        text, degraded = await _threaded(live.top_text)(sub.board, sub.window)
-        if not degraded:
-            self.tell(text)
-        if degraded or (self.pk is not None and not await self._standings_read()):
-            # Redis is unreachable (the top came from Postgres). Joining a group the process
-            # follows already needed no Redis: closed as a socket that could not join is, and
-            # clients retry with backoff (docs/live.md, "When things fail")
-            self.hub.leave(self)
-            await self.close(code=UNAVAILABLE, reason="live updates unavailable; reconnect")
-            return
+        text, _ = await _threaded(live.top_text)(sub.board, sub.window)
+        self.tell(text)
+        if self.pk is not None:
+            await self._standings_read_send()
         await self._go_live()
         if sub.ends_at is not None:
             delay = (sub.ends_at - timezone.now()).total_seconds() + random.uniform(0, ROLLOVER_JITTER_SECONDS)
@@ -370,7 +363,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
             if tops:
                 self.tell(tops[-1])
             if self.pk is not None:
-                await self._standings_read()
+                await self._standings_read_send()
         self.backlog = None  # no await since the loop found it empty: nothing can slip in between
 
     def _rolled_over(self) -> None:
@@ -384,17 +377,15 @@ class BoardConsumer(AsyncWebsocketConsumer):
         self.friends_at = time.monotonic()
         self.follows = {self.pk, *self.friends}  # whose standings this socket needs
 
-    async def _standings_read(self) -> bool:
-        """The player's own read (on connect, and for updates that came during it), and what
-        changed for them sent; False when Redis is unreachable."""
+    async def _standings_read_send(self) -> None:
+        """The player's own read (on connect, and for updates that came during it)."""
         assert self.sub is not None
         try:
             after = await _threaded(live.standings_read)(self.sub.board, self.sub.window, sorted(self.follows))
         except REDIS_DOWN as exc:
             log.debug("live: standings unavailable: %s", exc)
-            return False
+            return
         self.standings_changed(after)
-        return True
 
     def standings_changed(self, after: dict[int, live.LiveStanding]) -> None:
         """Sends what changed for this player from the previous snapshot to `after` (which may

@@ -19,7 +19,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.test import Client, override_settings
+from django.test import Client
 
 from boards import live
 from boards.consumers import hub
@@ -28,7 +28,6 @@ from scores.models import Game, Player, PlayerAccount
 from scores.selectors import config_cache_clear
 from scores.services import player_token_issue
 from tests.boards.conftest import submit
-from tests.boards.test_redis_down import ThrowawayRedis
 from tests.conftest import SignedClient
 from tests.factories import GameFactory, server_key
 from tests.websocket import WebsocketCommunicator
@@ -540,23 +539,6 @@ async def test_an_update_during_the_on_connect_messages_follows_them(ranked: Sig
     assert json.loads(await comm.receive_from(timeout=DEADLINE)) == json.loads(NEWER_TOP)
     assert await comm.receive_nothing(timeout=0.01)  # its standings did not change: no second rank
     await comm.disconnect()
-
-
-@run_async
-async def test_a_socket_opening_while_redis_is_down_is_closed_1011(ranked: SignedClient, topology, tmp_path) -> None:
-    if topology == "cluster":
-        pytest.skip("the boards are on the cluster, which stays up")
-    following = await opened(WS)  # the process follows the window already: joining needs no Redis
-    await on_connect(following, None)
-    dead = ThrowawayRedis(tmp_path)  # never started: nothing listens on its port
-    options = {"SOCKET_CONNECT_TIMEOUT": 0.2, "SOCKET_TIMEOUT": 0.2, "IGNORE_EXCEPTIONS": True}
-    caches = {"default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": dead.url, "OPTIONS": options}}
-    with override_settings(CACHES=caches):
-        for path in (WS, WS + f"?token={await sync_to_async(token_of)('p4')}"):
-            comm = await opened(path)
-            assert await closed_with(comm) == 1011
-            await comm.disconnect()
-    await following.disconnect()
 
 
 # --- coalescing -----------------------------------------------------------------------------
