@@ -9,7 +9,7 @@ Two halves, joined by the channel layer:
   a Celery task scheduled for that moment by the first change held back, with beat's flush every
   second as the safety net. So a burst of any size yields at most one update per interval per
   board window, and a quiet board updates at once. Publishing an update computes the top 10
-  once, for everybody: `{"type": "live.update", "id", "top"}` goes to the window's group, with
+  once, for everybody: `{"type": "live.update", "group", "top"}` goes to the window's group, with
   `top` the ready-made JSON text of docs/api.md §9's top message, or None when the top 10 is the
   same as the last one published.
 - Reading (for boards/consumers.py): resolving what a socket subscribes to, the first top
@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import re
-import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -230,8 +229,10 @@ def _publish(pairs: list[tuple[int, str]]) -> int:
                 log, "live: Redis unavailable, board %d window %s not published: %s", board_id, window, exc=exc
             )
             continue
-        update = {"type": "live.update", "id": secrets.token_hex(8), "top": top}
-        messages.append((group_name(board_id, window), update))
+        group = group_name(board_id, window)
+        # `group`: a web process receives every group's updates on one channel (boards/consumers.py)
+        update = {"type": "live.update", "group": group, "top": top}
+        messages.append((group, update))
     if not messages:
         return 0
     try:
@@ -354,6 +355,11 @@ def standings_read(board: BoardConfig, window: str, pks: list[int]) -> dict[int,
 
 def friends_of(pk: int) -> list[int]:
     return friend_pks(pk)
+
+
+def friends_of_players(pks: list[int]) -> dict[int, list[int]]:
+    """Several players' friends at once (one thread hop for a process's stale friend lists)."""
+    return {pk: friend_pks(pk) for pk in pks}
 
 
 def rank_text(me: LiveStanding | None) -> str:

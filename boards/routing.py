@@ -11,7 +11,8 @@ from channels.security.websocket import OriginValidator, WebsocketDenier
 from django.conf import settings
 from django.urls import re_path
 
-from boards.consumers import BoardConsumer, NotFoundConsumer
+from boards.consumers import SERVER_SEND, BoardConsumer, NotFoundConsumer
+from monitoring.asgi import WebsocketGauge
 from scores.selectors import origin_allowed
 
 _GAME_PATH = re.compile(r"^/ws/games/(?P<game>[^/]+)/")
@@ -49,6 +50,20 @@ class BrowserOriginValidator(OriginValidator):
         return await WebsocketDenier()(scope, receive, send)
 
 
+class ServerSend:
+    """Puts the server's own send in the scope (SERVER_SEND), for the live fan-out: the
+    middlewares below wrap send for what a text frame never needs (the session's wrapper reads
+    the session on every message, the gauge counts accepts and closes), and the hub sends each
+    update to thousands of sockets (boards/consumers.py). Everything else goes through them."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        return await self.application({**scope, SERVER_SEND: send}, receive, send)
+
+
 def websocket_application():
-    """Origin check, then the session (scope["user"]), then the routes."""
-    return BrowserOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), settings.ALLOWED_HOSTS)
+    """The open-sockets gauge, the origin check, then the session (scope["user"]), then the routes."""
+    routes = BrowserOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), settings.ALLOWED_HOSTS)
+    return ServerSend(WebsocketGauge(routes))

@@ -66,9 +66,9 @@ DEFAULT_WORKERS = (os.cpu_count() or 1) + 1  # sync workers wait on Redis/Postgr
 
 
 def ws_workers() -> int:
-    """uvicorn processes for /ws/ in the nginx topology (WS_WORKERS, default 1): one serves about
-    2,000 live sockets on this machine kind (docs/live.md); groups are shared through the channel
-    layer, so more processes add up."""
+    """uvicorn processes for /ws/ in the nginx topology (WS_WORKERS, default 1): one served 10,000
+    live sockets of a board window at 40% of a core on this machine kind (docs/live.md); groups
+    are shared through the channel layer, so more processes add up."""
     return max(1, int(os.environ.get("WS_WORKERS") or 1))
 
 

@@ -7,6 +7,7 @@ waits poll with a deadline."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import time
@@ -21,6 +22,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from boards import live
+from boards.consumers import hub
 from boards.routing import websocket_application
 from scores.models import Game, Player, PlayerAccount
 from scores.selectors import config_cache_clear
@@ -365,6 +367,178 @@ async def test_region_and_explicit_windows(tmp_path: Path, transactional_db) -> 
         top, _ = await until(comm, is_top)
         assert top["window"] == window and players(top) == ["ana"]
         await comm.disconnect()
+
+
+# --- many sockets in one process (the hub) --------------------------------------------------
+
+RANKED = {"p1": (1, 500), "p2": (3, 400), "p3": (2, 400), "p4": (4, 300), "p5": (5, 100)}  # `ranked`: rank, score
+
+
+def sending(send_hook: Callable[[dict, Callable], Any]) -> Any:
+    """The websocket application, with its sends going through `send_hook(message, send)`: a
+    client that is gone, or one that reads slowly."""
+    app = websocket_application()
+
+    async def hooked(scope: dict, receive: Callable, send: Callable) -> None:
+        async def hook_send(message: dict) -> None:
+            await send_hook(message, send)
+
+        await app(scope, receive, hook_send)
+
+    return hooked
+
+
+async def opened_via(app: Any, path: str) -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(app, path)
+    connected, _ = await comm.connect(timeout=DEADLINE)
+    assert connected
+    return comm
+
+
+async def on_connect(comm: WebsocketCommunicator, player: str | None) -> None:
+    assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
+    if player is not None:
+        rank, score = RANKED[player]
+        assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {"type": "rank", "rank": rank, "score": score}
+
+
+async def told_of_p9(comm: WebsocketCommunicator, player: str | None) -> None:
+    """p9's 900 is the socket's next message (a top), then, for a player, their rank one lower."""
+    top = json.loads(await comm.receive_from(timeout=DEADLINE))
+    assert is_top(top) and players(top)[0] == "p9", top
+    if player is not None:
+        rank, score = RANKED[player]
+        assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {
+            "type": "rank",
+            "rank": rank + 1,
+            "score": score,
+        }
+
+
+@run_async
+async def test_each_socket_of_a_process_gets_an_update_once_its_top_before_its_rank(ranked: SignedClient) -> None:
+    """40 sockets in one process, half of them players: one subscription and one standings
+    read serve them all, and each socket gets its own messages, once, in order."""
+    tokens = {p: await sync_to_async(token_of)(p) for p in RANKED}
+    who = [list(RANKED)[i % 5] if i % 2 else None for i in range(40)]
+    comms = [await opened(WS + (f"?token={tokens[p]}" if p else "")) for p in who]
+    for comm, player in zip(comms, who, strict=True):
+        await on_connect(comm, player)
+
+    await post(ranked, "n1", [{"player": "p9", "board": "rating", "score": 900}])  # a new leader: every rank moves
+    for comm, player in zip(comms, who, strict=True):
+        await told_of_p9(comm, player)
+    for comm in comms:
+        assert await comm.receive_nothing(timeout=0.01)  # once: nothing else was published
+        await comm.disconnect()
+
+
+@run_async
+async def test_a_socket_gone_during_a_fan_out_leaves_the_hub_and_the_others_get_the_update(
+    ranked: SignedClient,
+) -> None:
+    gone = False
+
+    async def send_unless_gone(message: dict, send: Callable) -> None:
+        if gone and message["type"] == "websocket.send":
+            raise OSError("client disconnected")  # as uvicorn's ClientDisconnected
+        await send(message)
+
+    token = await sync_to_async(token_of)("p4")
+    first = await opened(WS + f"?token={token}")
+    broken = await opened_via(sending(send_unless_gone), WS + f"?token={token}")
+    last = await opened(WS + f"?token={token}")
+    for comm in (first, broken, last):
+        await on_connect(comm, "p4")
+    group = next(iter(hub().groups.values()))
+    assert len(group.sockets) == 3
+
+    gone = True
+    await post(ranked, "n1", [{"player": "p9", "board": "rating", "score": 900}])
+    for comm in (first, last):
+        await told_of_p9(comm, "p4")
+    assert len(group.sockets) == 2  # no more sends to the one whose send failed
+    for comm in (first, broken, last):
+        await comm.disconnect()
+    assert not hub().groups
+
+
+@run_async
+async def test_a_slow_client_holds_up_only_itself_and_gets_its_messages_in_order(ranked: SignedClient) -> None:
+    reading = asyncio.Event()
+    reading.set()
+
+    async def send_when_read(message: dict, send: Callable) -> None:
+        await reading.wait()  # as uvicorn's send waits while the client's transport is paused
+        await send(message)
+
+    token = await sync_to_async(token_of)("p4")
+    slow = await opened_via(sending(send_when_read), WS + f"?token={token}")
+    quick = await opened(WS + f"?token={token}")
+    for comm in (slow, quick):
+        await on_connect(comm, "p4")
+
+    reading.clear()
+    await post(ranked, "n1", [{"player": "p9", "board": "rating", "score": 900}])
+    await told_of_p9(quick, "p4")  # while the slow client's first frame still waits
+    assert await slow.receive_nothing(timeout=0.01)
+    reading.set()
+    await told_of_p9(slow, "p4")  # top, then rank: the rank waited behind the top
+    for comm in (slow, quick):
+        await comm.disconnect()
+
+
+@run_async
+async def test_a_window_left_and_joined_again_at_once_keeps_its_subscription(ranked: SignedClient) -> None:
+    """The last socket of a window leaves and another joins in the same moment, on the process's
+    channel (kept by a socket on another board): the leaving one's unsubscription, which runs
+    after, must not take the window's subscription from the joining one."""
+    other = await opened("/ws/games/chess/boards/golf/")  # keeps the hub's channel open
+    comm = await opened(WS)
+    for each in (other, comm):
+        await on_connect(each, None)
+    group = next(g for g in hub().groups.values() if g.window == "all" and g.board.slug == "rating")
+    (sock,) = group.sockets
+    hub().leave(sock)
+    await hub().join(sock)  # as a socket opening at that moment would
+
+    await post(ranked, "n1", [{"player": "p9", "board": "rating", "score": 900}])
+    await told_of_p9(comm, None)
+    for each in (other, comm):
+        await each.disconnect()
+
+
+NEWER_TOP = json.dumps({"type": "top", "window": "all", "entries": [], "newer": True})
+
+
+@run_async
+async def test_an_update_during_the_on_connect_messages_follows_them(ranked: SignedClient, monkeypatch) -> None:
+    """An update that reaches the process after a connecting socket joined its group but before
+    it sent its on-connect top is sent after that top (and its rank), never before: the older
+    on-connect top must not overwrite the newer one on the client."""
+    loop = asyncio.get_running_loop()
+    real_top_text = live.top_text
+
+    async def update_arrives() -> None:
+        group = next(iter(hub().groups.values()))
+        group.updates.put_nowait({"type": "live.update", "group": group.name, "top": NEWER_TOP})
+        connecting = [s for s in group.sockets if s.backlog is not None]
+        while not all(s.backlog for s in connecting):  # the hub's next turn: kept back for them
+            await asyncio.sleep(0)
+
+    def top_text_then_an_update(board: Any, window: str) -> tuple[str, bool]:
+        found = real_top_text(board, window)  # (a worker thread) the on-connect top, read
+        asyncio.run_coroutine_threadsafe(update_arrives(), loop).result(timeout=DEADLINE)  # ... then a newer one comes
+        return found
+
+    monkeypatch.setattr(live, "top_text", top_text_then_an_update)
+    comm = await opened(WS + f"?token={await sync_to_async(token_of)('p4')}")
+    first = json.loads(await comm.receive_from(timeout=DEADLINE))
+    assert is_top(first) and "newer" not in first
+    assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {"type": "rank", "rank": 4, "score": 300}
+    assert json.loads(await comm.receive_from(timeout=DEADLINE)) == json.loads(NEWER_TOP)
+    assert await comm.receive_nothing(timeout=0.01)  # its standings did not change: no second rank
+    await comm.disconnect()
 
 
 # --- coalescing -----------------------------------------------------------------------------
