@@ -1,6 +1,7 @@
 """Websocket routes (docs/api.md §9), and the stack every websocket passes through."""
 
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -12,7 +13,6 @@ from django.conf import settings
 from django.urls import re_path
 
 from boards.consumers import SERVER_SEND, BoardConsumer, NotFoundConsumer
-from monitoring.asgi import WebsocketGauge
 from scores.selectors import origin_allowed
 
 _GAME_PATH = re.compile(r"^/ws/games/(?P<game>[^/]+)/")
@@ -63,7 +63,9 @@ class ServerSend:
         return await self.application({**scope, SERVER_SEND: send}, receive, send)
 
 
-def websocket_application():
-    """The open-sockets gauge, the origin check, then the session (scope["user"]), then the routes."""
+def websocket_application(*, gauge: Callable[[Any], Any] | None = None) -> ServerSend:
+    """The origin check, then the session (scope["user"]), then the routes; `gauge` (the
+    project's open-sockets gauge, leaderboard_project/asgi.py) wraps them inside ServerSend, so
+    the hub's sends skip it too. boards/ does not import monitoring/, which imports boards/."""
     routes = BrowserOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), settings.ALLOWED_HOSTS)
-    return ServerSend(WebsocketGauge(routes))
+    return ServerSend(gauge(routes) if gauge is not None else routes)

@@ -9,11 +9,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
 django_asgi_app = get_asgi_application()  # sets Django up before the consumers import models
 
 from boards.routing import websocket_application  # noqa: E402
+from monitoring.asgi import WebsocketGauge  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": websocket_application(),
+        "websocket": websocket_application(gauge=WebsocketGauge),
     }
 )
 
