@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 SERVER_SEND = "live.server_send"  # the scope key of the server's own send (boards/routing.py)
 FRIENDS_REFRESH_SECONDS = 60.0
 ROLLOVER_JITTER_SECONDS = 30.0  # spread the reconnects of sockets whose daily window ended
+OUTBOX_EVENTS = 50  # `passed` notices kept for a client that reads slower than they come (tell)
 
 
 def _threaded(fn: Any) -> Any:
@@ -398,11 +399,22 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     def tell(self, text: str) -> None:
         """Sends a text frame now, or after the frames still waiting for a slow client; never
-        waits. A socket whose send fails (closed meanwhile) leaves the hub."""
-        if self.writing is not None:
-            self.outbox.append(text)
-        else:
+        waits. A socket whose send fails (closed meanwhile) leaves the hub.
+
+        A client that reads slower than updates come is owed the latest state, not each one in
+        between: a waiting `top` or `rank` gives way to a newer one of its kind, and at most
+        OUTBOX_EVENTS `passed` wait (the oldest go). What waits for one client stays bounded
+        however long it does not read (docs/live.md, "Protocol")."""
+        if self.writing is None:
             self._send(text)
+            return
+        kind = live.state_kind(text)
+        if kind is not None:
+            self.outbox = [waiting for waiting in self.outbox if live.state_kind(waiting) != kind]
+        self.outbox.append(text)
+        if len(self.outbox) > OUTBOX_EVENTS + 2:  # the rest are events: a top and a rank at most
+            oldest_event = next(i for i, waiting in enumerate(self.outbox) if live.state_kind(waiting) is None)
+            del self.outbox[oldest_event]
 
     def _send(self, text: str) -> None:
         try:

@@ -374,6 +374,15 @@ def passed_text(by: LiveStanding, me: LiveStanding) -> str:
     return json.dumps(body, separators=(",", ":"))
 
 
+_STATE_PREFIXES = {'{"type":"top"': "top", '{"type":"rank"': "rank"}  # as the texts above are built
+
+
+def state_kind(text: str) -> str | None:
+    """`top` or `rank` for a state message (a later one of the same kind makes an unsent one
+    obsolete), None for `passed` (an event: each one is news)."""
+    return _STATE_PREFIXES.get(text.partition(",")[0])
+
+
 def player_messages(
     pk: int, friends: set[int], before: dict[int, LiveStanding] | None, after: dict[int, LiveStanding]
 ) -> list[str]:

@@ -488,6 +488,57 @@ async def test_a_slow_client_holds_up_only_itself_and_gets_its_messages_in_order
         await comm.disconnect()
 
 
+async def told_both(comm: WebsocketCommunicator, leader: str, rank: int) -> list[dict]:
+    """Reads `comm` until it has been told both a top led by `leader` and its player's `rank`
+    (one update or two: a top held by its interval comes after the rank); returns what it read."""
+    top_told = rank_told = False
+    read: list[dict] = []
+    while not (top_told and rank_told):
+        message, before = await until(
+            comm, lambda m: (is_top(m) and players(m)[0] == leader) or (m["type"] == "rank" and m["rank"] == rank)
+        )
+        read += [*before, message]
+        top_told |= is_top(message)
+        rank_told |= message["type"] == "rank"
+    return read
+
+
+@run_async
+async def test_a_client_reading_slower_than_updates_come_is_owed_the_latest_state_not_each_one(
+    ranked: SignedClient,
+) -> None:
+    """What waits for a client that does not read is bounded: a newer top or rank replaces a
+    waiting one. Without it every update would queue for it, however long it does not read."""
+    reading = asyncio.Event()
+    reading.set()
+
+    async def send_when_read(message: dict, send: Callable) -> None:
+        await reading.wait()
+        await send(message)
+
+    token = await sync_to_async(token_of)("p4")
+    slow = await opened_via(sending(send_when_read), WS + f"?token={token}")
+    quick = await opened(WS + f"?token={token}")
+    for comm in (slow, quick):
+        await on_connect(comm, "p4")
+
+    reading.clear()
+    told_quick = []
+    for n, (leader, score) in enumerate([("p9", 900), ("p8", 950), ("p7", 990)]):
+        await post(ranked, f"lead-{n}", [{"player": leader, "board": "rating", "score": score}])
+        told_quick += await told_both(quick, leader, RANKED["p4"][0] + n + 1)  # p4 moves down one each time
+    assert len(told_quick) >= 6  # a top and a rank per update reached the client that reads
+
+    reading.set()
+    told_slow = await told_both(slow, "p7", 7)
+    assert await slow.receive_nothing(timeout=0.05)
+    # the frame in flight when it stopped reading (the first update's), then only the latest top and rank
+    assert len(told_slow) <= 3, told_slow
+    assert not any(is_top(m) and players(m)[0] == "p8" for m in told_slow), told_slow
+    for comm in (slow, quick):
+        await comm.disconnect()
+
+
 @run_async
 async def test_a_window_left_and_joined_again_at_once_keeps_its_subscription(ranked: SignedClient) -> None:
     """The last socket of a window leaves and another joins in the same moment, on the process's
