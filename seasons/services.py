@@ -10,6 +10,7 @@ freezes once. Season windows wait while a held match could change their top 1000
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -109,12 +110,14 @@ def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: boo
     A first freeze sets the window's cutoff before it reads the values (scores/cutoffs.py): from
     then on the window takes no more results, and everything received before has been applied,
     so the standings are exactly the values, now and after any later recompute."""
+    started = time.monotonic()
     if not refreeze:
         if WindowFreeze.objects.filter(board_id=board.id, window=window).exists():
             return None
         window_cutoff_set(game_id=board.game_id, board_id=board.id, window=window)
         # everything received before the cutoff has committed: apply what the projector has not yet
         pending_apply()
+    applied = time.monotonic()
     with transaction.atomic():
         with connection.cursor() as cur:
             # one freeze of a board window at a time, across processes
@@ -142,7 +145,17 @@ def window_freeze(*, board: BoardConfig, window: str, reason: str, refreeze: boo
         for hook in _freeze_hooks.values():
             hook(board, freeze=freeze, previous=previous)
         _close_state(board.id, window, WindowClose.State.FROZEN, f"version {freeze.version}: {freeze.entries} players")
-    log.info("froze %s %s v%d (%d players): %s", board.slug, window, freeze.version, freeze.entries, reason)
+    # the phases' durations: what an operator compares when a close takes longer than it did
+    log.info(
+        "froze %s %s v%d (%d players) in %.2f s (cutoff and pending results %.2f s): %s",
+        board.slug,
+        window,
+        freeze.version,
+        freeze.entries,
+        time.monotonic() - started,
+        applied - started,
+        reason,
+    )
     return freeze
 
 
