@@ -697,12 +697,21 @@ def check_reads(run: Run) -> dict[str, Any]:
 
 
 def scenario_freeze(run: Run) -> None:
-    """seasons.services.window_freeze, what the close job calls, over the board's N-player `all` window."""
+    """seasons.services.window_freeze, what the close job calls, over the board's N-player `all` window.
+
+    The ingest scenarios before it may stop the projector with results still pending, which the
+    freeze would apply first. Those are applied before the clock starts, and reported apart: the
+    close job runs beside a projector that keeps up, and the figure is the freeze's own work."""
+    from scores.projection import pending_apply
     from scores.selectors import cached_board
     from seasons.services import window_freeze
 
     cfg = cached_board(environment.GAME_SLUG, board_slug=BOARD)
     rows = environment.board_players(run.pg, run.board.id)
+    drain_started = time.perf_counter()
+    left = pending_apply()
+    drained = time.perf_counter() - drain_started
+    environment.log(f"freeze: {left:,} pending matches left by the ingest applied first, in {drained:.2f} s")
     environment.log(f"freeze: the `all` window's {rows:,} players")
     started = time.perf_counter()
     freeze = window_freeze(board=cfg, window="all", reason="bench")
@@ -714,6 +723,7 @@ def scenario_freeze(run: Run) -> None:
         "entries": entries,
         "seconds": round(seconds, 3),
         "players_per_s": rows / seconds,
+        "pending_applied_before": {"matches": left, "seconds": round(drained, 3)},
         "check": "ok" if entries == rows else f"froze {entries:,} of {rows:,}",
     }
 

@@ -70,8 +70,15 @@ def database_from_url(url: str, *, options: dict[str, Any]) -> dict[str, Any]:
         "PORT": ",".join(ports),
         "CONN_MAX_AGE": 0,
         "CONN_HEALTH_CHECKS": False,
-        "OPTIONS": {**query, **options},
+        "OPTIONS": {**query, **options, **_joined_server_options(query, options)},
     }
+
+
+def _joined_server_options(*sources: dict[str, Any]) -> dict[str, str]:
+    """libpq's `options` (server settings at connect, `-c name=value ...`) from the URL and from
+    the settings together, rather than one replacing the other."""
+    given = [str(source["options"]) for source in sources if source.get("options")]
+    return {"options": " ".join(given)} if given else {}
 
 
 # Connection options that are libpq's own (the rest of OPTIONS is psycopg's or Django's).

@@ -149,6 +149,12 @@ DATABASE_OPTIONS = {
     # and nothing else is prepared (Django binds its own statements on the client). Behind a
     # pooler in transaction mode that cannot keep prepared statements: DB_PREPARED_STATEMENTS=0.
     "prepare_threshold": 10**9 if env_bool("DB_PREPARED_STATEMENTS", True) else None,
+    # Postgres' JIT compiles a statement whose estimated cost is high, at every execution. The
+    # projector's fold and the ingest's append are such statements on a large board, right
+    # after a burst of writes the statistics have not caught up with: the compile took ~2.4 s
+    # where the statement itself took milliseconds (docs/operations.md, "JIT"). DB_JIT=1 lets
+    # the server's own setting decide.
+    **({} if env_bool("DB_JIT", False) else {"options": "-c jit=off"}),
     "pool": {
         "min_size": int(os.environ.get("DB_POOL_MIN", "1")),
         "max_size": int(os.environ.get("DB_POOL_MAX", "16")),

@@ -34,6 +34,25 @@ def test_a_url_with_several_hosts_becomes_libpq_host_and_port_lists_with_its_que
         database_from_url("postgres://u@h1:5432,h2/db", options={})
 
 
+def test_the_services_connections_run_without_jit_and_keep_server_options_from_the_url(db) -> None:
+    """JIT compiled the projector's fold at every execution after a burst of writes (~2.4 s for
+    a statement of milliseconds: docs/operations.md, "JIT"): every connection the service makes,
+    Django's and the projector's own (connect_params), has it off."""
+    import psycopg
+    from django.conf import settings
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SHOW jit")
+        assert cur.fetchone() == ("off",)
+    with psycopg.connect(**connect_params(settings.DATABASES["default"])) as own:
+        assert own.execute("SHOW jit").fetchone() == ("off",)
+    from_url = database_from_url(
+        "postgres://u@h/db?options=-c%20statement_timeout%3D5000", options={"options": "-c jit=off"}
+    )
+    assert from_url["OPTIONS"]["options"] == "-c statement_timeout=5000 -c jit=off"
+
+
 def test_a_request_waits_for_an_unreachable_database_once_not_on_every_query() -> None:
     pool = ConnectionPool(
         f"host=127.0.0.1 port={free_port()} dbname=x connect_timeout=2", min_size=0, max_size=1, timeout=0.2, open=False
