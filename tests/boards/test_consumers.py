@@ -463,13 +463,13 @@ async def test_a_socket_gone_during_a_fan_out_leaves_the_hub_and_the_others_get_
     assert not hub().groups
 
 
-@run_async
-async def test_a_slow_client_holds_up_only_itself_and_gets_its_messages_in_order(ranked: SignedClient) -> None:
-    reading = asyncio.Event()
+async def slow_and_quick(reading: asyncio.Event) -> tuple[WebsocketCommunicator, WebsocketCommunicator]:
+    """Two sockets of p4, past their on-connect messages: one whose sends wait while `reading`
+    is clear (as uvicorn's send waits while the client's transport is paused), one that reads."""
     reading.set()
 
     async def send_when_read(message: dict, send: Callable) -> None:
-        await reading.wait()  # as uvicorn's send waits while the client's transport is paused
+        await reading.wait()
         await send(message)
 
     token = await sync_to_async(token_of)("p4")
@@ -477,6 +477,13 @@ async def test_a_slow_client_holds_up_only_itself_and_gets_its_messages_in_order
     quick = await opened(WS + f"?token={token}")
     for comm in (slow, quick):
         await on_connect(comm, "p4")
+    return slow, quick
+
+
+@run_async
+async def test_a_slow_client_holds_up_only_itself_and_gets_its_messages_in_order(ranked: SignedClient) -> None:
+    reading = asyncio.Event()
+    slow, quick = await slow_and_quick(reading)
 
     reading.clear()
     await post(ranked, "n1", [{"player": "p9", "board": "rating", "score": 900}])
@@ -510,17 +517,7 @@ async def test_a_client_reading_slower_than_updates_come_is_owed_the_latest_stat
     """What waits for a client that does not read is bounded: a newer top or rank replaces a
     waiting one. Without it every update would queue for it, however long it does not read."""
     reading = asyncio.Event()
-    reading.set()
-
-    async def send_when_read(message: dict, send: Callable) -> None:
-        await reading.wait()
-        await send(message)
-
-    token = await sync_to_async(token_of)("p4")
-    slow = await opened_via(sending(send_when_read), WS + f"?token={token}")
-    quick = await opened(WS + f"?token={token}")
-    for comm in (slow, quick):
-        await on_connect(comm, "p4")
+    slow, quick = await slow_and_quick(reading)
 
     reading.clear()
     told_quick = []
