@@ -22,10 +22,11 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from monitoring.lag import ingest_lag
-from scores.locks import ALL_LANES
+from scores.locks import ALL_LANES, APPLY
 from scores.projection.runner import owned_lanes
 from tests.polling import until
 
@@ -102,10 +103,12 @@ def process_env(settings, app_name: str) -> dict[str, str]:
 
 
 class _Shared:
-    """The projector process kept between tests, and the environment it was started with."""
+    """The projector process kept between tests, the environment it was started with, and the
+    connection that holds its lanes' apply locks while it waits for the next test."""
 
     env: dict[str, str] | None = None
     proc: subprocess.Popen | None = None
+    held: psycopg.Connection | None = None
 
 
 def shared_projector_stop() -> None:
@@ -113,6 +116,30 @@ def shared_projector_stop() -> None:
     if _Shared.proc is not None:
         processes_stop([_Shared.proc])
     _Shared.proc = _Shared.env = None
+    _projector_resume()
+
+
+def _projector_hold(settings) -> None:
+    """Takes every lane's apply lock (a session lock, here), after the fold in flight if any: the
+    kept projector then folds nothing until `_projector_resume`. The tables are emptied after a
+    test with Django's flush, one TRUNCATE of every table, and an idle fold taking the same
+    tables in its own order could deadlock it (Postgres then aborts one of the two: the flush,
+    and the next test starts on the last one's rows)."""
+    _projector_resume()
+    held = psycopg.connect(database_url(settings), autocommit=True)
+    try:
+        held.execute("SET lock_timeout = '10s'")  # a lock a test left held: the projector is not kept
+        held.execute("SELECT count(pg_advisory_lock(%s, p)) FROM unnest(%s::int[]) AS u(p)", [APPLY, list(ALL_LANES)])
+    except BaseException:
+        held.close()
+        raise
+    _Shared.held = held
+
+
+def _projector_resume() -> None:
+    if _Shared.held is not None:
+        _Shared.held.close()  # its session locks go with it
+        _Shared.held = None
 
 
 def _shared_projector(env: dict[str, str]) -> subprocess.Popen:
@@ -148,14 +175,17 @@ def real_projector(request: pytest.FixtureRequest, settings, shared_projector) -
         request.getfixturevalue("topology")  # its cluster is part of the process's environment
     settings.PROJECTOR_INLINE = False
     proc = _shared_projector(process_env(settings, APP_NAME))
+    _projector_resume()
     until(lambda: owned_lanes() == set(ALL_LANES), "the projector owning every lane", timeout=30, every=0.05)
     yield proc
     # Before the test's tables are emptied: whatever it submitted is applied and mirrored, so
     # nothing of this test reaches the next one's Redis. A projector that cannot get there (the
-    # test stopped it, took Redis away or left a lock held) is not kept.
+    # test stopped it, took Redis away or left a lock held) is not kept; one that is kept folds
+    # nothing while the tables are emptied.
     try:
         if proc.poll() is None:
             projected("the test's submissions applied before the next test", timeout=10)
+            _projector_hold(settings)
     except (Exception, pytest.fail.Exception):
         shared_projector_stop()
     if proc.poll() is not None:
