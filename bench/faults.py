@@ -51,6 +51,8 @@ SERVICE_ENV = {"ANTICHEAT_ASYNC_CHECKS": "0"}  # on top of BenchEnv.process_env(
 SETTLE_SECONDS = 30.0  # how long acknowledged results may take to reach the board after a heal
 RECOVERY_LIMIT_SECONDS = 30.0  # past the window, the load waits this long at most for the service to heal
 SETTLED_SECONDS = 1.0  # healed: writes and reads answered, all healthy, for this long
+# the ports tried first, below the ephemeral range (scripts/services.py, LOCAL_PG_PORT)
+PG_PORT, REDIS_PORT, WEB_PORT, HA_WEB_PORT = 27432, 28379, 28080, 28280
 
 
 def log(message: str) -> None:
@@ -84,7 +86,7 @@ class LocalPostgres:
         if self.bindir is None:
             raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql)")
         self.data = root / "pg"
-        self.port = _free_port(_preferred_port("FAULTS_PG_PORT", 57432))
+        self.port = _free_port(_preferred_port("FAULTS_PG_PORT", PG_PORT))
 
     def url(self, dbname: str = "leaderboard") -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{dbname}"
@@ -118,7 +120,7 @@ class LocalRedis:
         if binary is None:
             raise RuntimeError("redis-server not found (apt-get install redis-server)")
         self.binary, self.dir = binary, root / "redis"
-        self.port = _free_port(_preferred_port("FAULTS_REDIS_PORT", 58379))
+        self.port = _free_port(_preferred_port("FAULTS_REDIS_PORT", REDIS_PORT))
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -210,7 +212,7 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
         f"127.0.0.1:{local_redis.port} under {FAULTS_DIR}")  # fmt: skip
     # the HA stack's web port apart from the plain one's: a plain stack just stopped may still
     # hold its port for a moment
-    port = _free_port(58280 if ha else _preferred_port("FAULTS_WEB_PORT", 58080))
+    port = _free_port(HA_WEB_PORT if ha else _preferred_port("FAULTS_WEB_PORT", WEB_PORT))
     stack = Stack(pg, local_redis, port)
     try:
         pg.create()
@@ -218,9 +220,8 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
         environment.manage(stack.env, "migrate", "--noinput")
         environment.manage(stack.env, "apply_game_config", str(environment.GAME_FILE))
         stack.key = environment.create_server_key(stack.env)
-        # Chosen again now: the port lies in the kernel's ephemeral range, and in the tens of
-        # seconds the servers took to come up an outgoing connection may have been given it
-        # (nginx then failed: "bind() to 127.0.0.1:58280 failed (98: Address already in use)").
+        # Chosen again now: in the tens of seconds the servers took to come up, something else
+        # on the machine may have taken it (nginx then fails: "bind() ... Address already in use").
         stack.port = _free_port(stack.port)
         if supervised:
             stack.supervise()

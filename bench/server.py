@@ -8,10 +8,10 @@ process group, so stopping it also stops the processes it started."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench import cpu
 from bench.environment import VENV_BIN, BenchEnv, BenchError
+from scripts import services
 
 STOP_GRACE_SECONDS = 10.0
 
@@ -51,9 +52,9 @@ SERVERS: dict[str, Callable[[int, int], list[str]]] = {"web": _web, "uvicorn": _
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """Outside the kernel's ephemeral range: polling a server not yet listening on a port inside
+    it can connect the poller to itself (scripts/services.py, LOCAL_PG_PORT)."""
+    return services.spare_port()
 
 
 class ProcessGroup:
@@ -168,8 +169,8 @@ class ServerProcess:
                     last = f"HTTP {response.status}"
             except urllib.error.HTTPError as exc:
                 last = f"HTTP {exc.code}: {exc.read()[:200]!r}"
-            except OSError as exc:
-                last = str(exc)
+            except (OSError, http.client.HTTPException) as exc:  # not listening yet, or not HTTP yet
+                last = repr(exc)
             time.sleep(0.2)
         raise BenchError(f"{self.name} did not answer /healthz 200 within {self.ready_timeout:.0f} s ({last})")
 

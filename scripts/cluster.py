@@ -21,7 +21,7 @@ from scripts import services as base
 
 CLUSTER_DIR = base.LOCAL_DIR / "cluster"
 PORTS_FILE = CLUSTER_DIR / "ports"
-FIRST_PORT = int(os.environ.get("LEADERBOARD_LOCAL_CLUSTER_PORT", "47001"))
+FIRST_PORT = int(os.environ.get("LEADERBOARD_LOCAL_CLUSTER_PORT", "21001"))
 NODES = 6  # 3 masters + 3 replicas
 # Short, so a killed primary is replaced within a few seconds (fault tests, bench/cluster.py)
 NODE_TIMEOUT_MS = 2000

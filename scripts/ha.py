@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as a script
 from scripts import services as base  # noqa: E402
 
 HA_DIR = base.LOCAL_DIR / "ha"
-FIRST_PORT = int(os.environ.get("LEADERBOARD_LOCAL_HA_PORT", "55490"))
+FIRST_PORT = int(os.environ.get("LEADERBOARD_LOCAL_HA_PORT", "25490"))
 NODES = ("node1", "node2")
 DBNAME = "leaderboard"
 # The monitor's failure detection, tightened for loopback (pgautofailover.* settings, in ms).

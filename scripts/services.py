@@ -8,7 +8,7 @@ Each service is resolved on its own, first match wins:
      user ``postgres`` without a password, Redis on 127.0.0.1:6379 answering PING
      (skipped when ``LEADERBOARD_IGNORE_LOCAL_SERVICES=1``);
   c. project-local servers started from the installed binaries, data under ``.local/``,
-     bound to 127.0.0.1 on ports 55432 / 56379 (or the next free ones); a server left running
+     bound to 127.0.0.1 on ports 25432 / 26379 (or the next free ones); a server left running
      by an earlier invocation is reused;
   d. as root with apt-get: ``apt-get install postgresql redis-server``, then (c);
   e. otherwise: exit non-zero naming the packages to install.
@@ -59,8 +59,14 @@ LOCAL_DIR = REPO_ROOT / ".local"
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/leaderboard"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-LOCAL_PG_PORT = int(os.environ.get("LEADERBOARD_LOCAL_PG_PORT", "55432"))
-LOCAL_REDIS_PORT = int(os.environ.get("LEADERBOARD_LOCAL_REDIS_PORT", "56379"))
+# Every port the project's own servers listen on lies below the kernel's ephemeral range
+# (Linux: 32768-60999). A client connecting to a port inside that range while nothing listens
+# there (a server starting, stopped or killed by a fault test) can be handed that very port as
+# its source and connect to itself: it reads its own request back as the answer ("BadStatusLine:
+# GET /healthz HTTP/1.1") and holds the port, so the server cannot bind it again.
+LOCAL_PG_PORT = int(os.environ.get("LEADERBOARD_LOCAL_PG_PORT", "25432"))
+LOCAL_REDIS_PORT = int(os.environ.get("LEADERBOARD_LOCAL_REDIS_PORT", "26379"))
+SPARE_PORTS = range(20000, 32000)  # where spare_port() looks
 # Tests flush their Redis database: keep them off db 0, where a developer's own data lives.
 TEST_REDIS_DB = 15
 # Test runs of several checkouts on one machine each take a slot (a lock file held while the
@@ -221,6 +227,29 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def ephemeral_ports() -> range:
+    """The ports the kernel hands outgoing connections as their source."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
+def spare_port() -> int:
+    """A free loopback port for a server about to start, outside the ephemeral range (see
+    LOCAL_PG_PORT); a random start so that runs side by side rarely reach for the same one."""
+    ephemeral = ephemeral_ports()
+    start = SPARE_PORTS.start + int.from_bytes(os.urandom(2), "big") % len(SPARE_PORTS)
+    for offset in range(len(SPARE_PORTS)):
+        port = SPARE_PORTS.start + (start - SPARE_PORTS.start + offset) % len(SPARE_PORTS)
+        if port not in ephemeral and port_free(port):
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a kernel with no range outside
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _free_port(preferred: int) -> int:

@@ -3,7 +3,6 @@ Redis is back. A real redis-server is started and stopped by the test."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ import pytest
 from django.test import override_settings
 from redis import Redis
 
+from bench.server import free_port
 from boards import services
 from rediskit import keys
 from rediskit.client import get_redis
@@ -29,9 +29,7 @@ class ThrowawayRedis:
         if binary is None:
             pytest.fail("redis-server is not installed (apt-get install redis-server)")
         self.binary, self.dir = binary, workdir
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
     @property

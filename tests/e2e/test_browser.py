@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -41,7 +42,10 @@ def _result(player: str, score: int, name: str | None = None) -> dict:
 
 
 def _wait(driver, condition, what: str):
-    return WebDriverWait(driver, DEADLINE, poll_frequency=0.05).until(lambda d: condition(d), message=what)
+    # A page that reloads (a submitted search) can replace an element between finding it and
+    # reading it: that is "not yet", not a failure.
+    wait = WebDriverWait(driver, DEADLINE, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,))
+    return wait.until(lambda d: condition(d), message=what)
 
 
 def _wait_live(driver, condition, what: str):

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -27,7 +28,10 @@ pytestmark = pytest.mark.slow
 
 
 def _wait(driver, condition, what: str):  # noqa: ANN001, ANN202
-    return WebDriverWait(driver, DEADLINE, poll_frequency=0.1).until(lambda d: condition(d), message=what)
+    # A page that reloads (a submitted search) can replace an element between finding it and
+    # reading it: that is "not yet", not a failure.
+    wait = WebDriverWait(driver, DEADLINE, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,))
+    return wait.until(lambda d: condition(d), message=what)
 
 
 def _top_players(driver) -> list[str]:  # noqa: ANN001
