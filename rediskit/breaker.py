@@ -63,9 +63,20 @@ class Breaker:
                 exc.__class__.__name__,
                 exc,
             )
-            if self._thread is None or not self._thread.is_alive():  # after a fork, threads are gone
-                self._thread = threading.Thread(target=self._watch, name=f"redis-breaker-{self.name}", daemon=True)
-                self._thread.start()
+            self._watcher_start()
+
+    def watched(self) -> None:
+        """Open, with no thread probing: a process forked while its breaker was open inherits the
+        state but not the thread, and would refuse every command for good without this."""
+        if self._thread is None or not self._thread.is_alive():
+            with self._lock:
+                if self.open_since is not None:
+                    self._watcher_start()
+
+    def _watcher_start(self) -> None:  # with the lock held
+        if self._thread is None or not self._thread.is_alive():  # after a fork, threads are gone
+            self._thread = threading.Thread(target=self._watch, name=f"redis-breaker-{self.name}", daemon=True)
+            self._thread.start()
 
     def _watch(self) -> None:
         while True:
@@ -130,6 +141,7 @@ class _Guarded:
     def _guard(self) -> Breaker:
         breaker = breaker_for(self)
         if breaker.is_open:
+            breaker.watched()
             raise RedisUnavailable(f"Redis {breaker.name} is unreachable (circuit open)")
         return breaker
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from django.test import Client, override_settings
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from boards.services import board_index_heal
 from rediskit import breaker, keys
@@ -81,6 +82,28 @@ def test_a_hung_redis_costs_one_timeout_then_fails_fast_and_heals(server: Signed
     board_index_heal(grace_seconds=0)
     members = get_redis().zcard(keys.board_key(game.boards.get(slug="rating").id, "all"))
     assert members == 5
+
+
+def test_a_process_forked_while_the_breaker_is_open_closes_it_once_redis_answers(guarded_redis) -> None:
+    """A child inherits the open state but not the thread that probes (a web or Celery worker
+    forked while Redis was hung): it must still find Redis again, not refuse it for good."""
+    os.kill(guarded_redis.proc.pid, signal.SIGSTOP)
+    with pytest.raises(RedisTimeoutError):
+        get_redis().ping()
+    assert _open(guarded_redis)
+    child = os.fork()
+    if child == 0:  # the child: ping until Redis answers, exit 0 if it did within 10 s
+        deadline, code = time.monotonic() + 10, 1
+        while time.monotonic() < deadline:
+            try:
+                code = 0 if get_redis().ping() else 1
+                break
+            except RedisUnavailable:
+                time.sleep(0.05)
+        os._exit(code)
+    os.kill(guarded_redis.proc.pid, signal.SIGCONT)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the forked process never found Redis again"
 
 
 def test_reads_answer_from_postgres_while_the_index_is_not_rebuilt(server: SignedClient, game) -> None:
