@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,6 +383,7 @@ class Sample:
     seconds: float
     healthy: bool
     match: tuple[str, str, int] | None = None  # (match_id, player, score) of an acknowledged submission
+    body: bytes = b""  # the start of an unhealthy answer, for the failure report
 
 
 @dataclass
@@ -398,6 +400,9 @@ class Outcome:
     writes_back: float | None = 0.0  # from the fault to the first 2xx submission after the last failed one
     processes: dict[str, dict] | None = None  # under `make run`: the supervisor's state at the end
     slowest_answer: float = 0.0  # of every request begun while the fault lasted, none excepted
+    # after the heal, what was not healthy ("top 200 degraded": n), and the last such answer's start
+    unhealthy_after_heal: dict[str, int] = field(default_factory=dict)
+    last_unhealthy: str = ""
 
     @property
     def failed(self) -> list[str]:
@@ -434,12 +439,20 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
             match_id, player, score = f"{tag}-{worker}-{n}", f"f{worker}x{n}-{tag}", 1000 + n
             body = json.dumps(ingest.match(match_id, player, "rating", score)).encode()
             t0 = time.monotonic()
-            status, _ = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, signed=True)
+            status, raw = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, signed=True)
             took = time.monotonic() - t0
             ok = status in (200, 201)
             with lock:
                 samples.append(
-                    Sample(t0 - started, "submit", status, took, ok, (match_id, player, score) if ok else None)
+                    Sample(
+                        t0 - started,
+                        "submit",
+                        status,
+                        took,
+                        ok,
+                        (match_id, player, score) if ok else None,
+                        b"" if ok else raw[:300],
+                    )  # fmt: skip
                 )
             stop.wait(max(0.0, submitters / rate - took))  # the submitters share the rate
 
@@ -449,7 +462,8 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
             status, raw = _request(stack, "GET", f"/api/v1/games/{GAME}/boards/rating/top?limit=10")
             healthy = status == 200 and b'"degraded"' not in raw
             with lock:
-                samples.append(Sample(t0 - started, "top", status, time.monotonic() - t0, healthy))
+                samples.append(Sample(t0 - started, "top", status, time.monotonic() - t0, healthy, None,
+                                      b"" if healthy else raw[:300]))  # fmt: skip
             stop.wait(0.1)
 
     threads = [threading.Thread(target=submitter, args=(i,)) for i in range(submitters)]
@@ -501,6 +515,8 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
         back = [s for s in submits if s.healthy and s.at > failed[-1].at]
         writes_back = back[0].at + back[0].seconds - injected if back else None
     during = between(inject_at, heal_at)
+    sick = [s for s in between(healed) if not s.healthy]
+    unhealthy = Counter(f"{s.kind} {s.status}{' degraded' if b'degraded' in s.body else ''}" for s in sick)
     # a read in flight when the fault struck pays its timeout once; the breaker answers the rest
     reads = [s for s in during if s.kind == "top"][1:]
     return Outcome(
@@ -516,6 +532,8 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
         writes_back=writes_back,
         slowest_answer=max((s.seconds for s in during), default=0.0),
         processes=stack.processes() if stack.supervisor is not None else None,
+        unhealthy_after_heal=dict(unhealthy),
+        last_unhealthy=sick[-1].body.decode(errors="replace") if sick else "",
     )
 
 
@@ -573,6 +591,17 @@ def print_table(outcomes: list[Outcome]) -> None:
     for o in outcomes:
         if o.failed:
             print(f"{o.fault}: FAILED: {'; '.join(o.failed)}")
+        if o.recovery is None or o.lost:
+            print(f"{o.fault}: unhealthy after the heal: {o.unhealthy_after_heal}; the last: {o.last_unhealthy!r}")
+
+
+def print_logs(stack: Stack, lines: int = 80) -> None:
+    """The tails of the stack's own logs (projector, worker, beat, web), for a run that failed."""
+    for path in sorted(FAULTS_DIR.glob("*.log")):
+        tail = path.read_text(errors="replace").splitlines()[-lines:]
+        print("\n".join([f"--- last {lines} lines of {path}", *tail]))
+    if stack.web is not None:
+        print(stack.web.log_tail())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,8 @@ def test_no_acknowledged_result_is_lost_when_redis_hangs_postgres_stops_or_the_p
     finally:
         stack.stop()
     faults.print_table(outcomes)
+    if any(o.lost or o.recovery is None for o in outcomes):
+        faults.print_logs(stack)  # pytest shows them with the failure below
     for o in outcomes:
         assert o.acknowledged > 0 and o.lost == 0 and o.server_errors == 0, o
         assert o.recovery is not None, o
