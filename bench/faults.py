@@ -236,7 +236,16 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
             stack.web.start()
             for name in ("projector", "worker", "beat"):
                 stack.start(name)
+        # Faults strike a service that is whole: the worker and beat beating, the board index
+        # built (by the worker's first heal), the projector running. A fault that hit the worker
+        # while it was still starting measured its start-up instead (on a busy machine it takes
+        # seconds), and reads stayed degraded to the end for want of the index.
+        _wait("the whole service (/healthz status ok)", lambda: _status(stack) == "ok", timeout=90)
     except BaseException:  # nothing of a stack that did not come up is left running
+        if stack.web is not None or stack.procs:
+            print_logs(stack)
+        stack.stop()
+        raise
         stack.stop()
         raise
     return stack
@@ -357,6 +366,15 @@ FAULTS: list[type[Fault]] = [
 
 
 # --- load -----------------------------------------------------------------------------------
+
+
+def _status(stack: Stack) -> str:
+    """/healthz's overall status ("ok" or "degraded"), or what kept it from answering."""
+    code, raw = _request(stack, "GET", "/healthz")
+    try:
+        return str(json.loads(raw)["status"]) if code == 200 else f"HTTP {code}"
+    except (ValueError, KeyError):
+        return f"HTTP {code}: {raw[:200]!r}"
 
 
 def _request(stack: Stack, method: str, path: str, body: bytes = b"", signed: bool = False) -> tuple[int, bytes]:
