@@ -246,8 +246,6 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
             print_logs(stack)
         stack.stop()
         raise
-        stack.stop()
-        raise
     return stack
 
 
@@ -461,17 +459,8 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
             took = time.monotonic() - t0
             ok = status in (200, 201)
             with lock:
-                samples.append(
-                    Sample(
-                        t0 - started,
-                        "submit",
-                        status,
-                        took,
-                        ok,
-                        (match_id, player, score) if ok else None,
-                        b"" if ok else raw[:300],
-                    )  # fmt: skip
-                )
+                match = (match_id, player, score) if ok else None
+                samples.append(Sample(t0 - started, "submit", status, took, ok, match, body=b"" if ok else raw[:300]))
             stop.wait(max(0.0, submitters / rate - took))  # the submitters share the rate
 
     def reader() -> None:
@@ -480,8 +469,8 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
             status, raw = _request(stack, "GET", f"/api/v1/games/{GAME}/boards/rating/top?limit=10")
             healthy = status == 200 and b'"degraded"' not in raw
             with lock:
-                samples.append(Sample(t0 - started, "top", status, time.monotonic() - t0, healthy, None,
-                                      b"" if healthy else raw[:300]))  # fmt: skip
+                took = time.monotonic() - t0
+                samples.append(Sample(t0 - started, "top", status, took, healthy, body=b"" if healthy else raw[:300]))
             stop.wait(0.1)
 
     threads = [threading.Thread(target=submitter, args=(i,)) for i in range(submitters)]
