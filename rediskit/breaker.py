@@ -18,6 +18,7 @@ Standard library and redis-py only: settings import it."""
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -63,20 +64,9 @@ class Breaker:
                 exc.__class__.__name__,
                 exc,
             )
-            self._watcher_start()
-
-    def watched(self) -> None:
-        """Open, with no thread probing: a process forked while its breaker was open inherits the
-        state but not the thread, and would refuse every command for good without this."""
-        if self._thread is None or not self._thread.is_alive():
-            with self._lock:
-                if self.open_since is not None:
-                    self._watcher_start()
-
-    def _watcher_start(self) -> None:  # with the lock held
-        if self._thread is None or not self._thread.is_alive():  # after a fork, threads are gone
-            self._thread = threading.Thread(target=self._watch, name=f"redis-breaker-{self.name}", daemon=True)
-            self._thread.start()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name=f"redis-breaker-{self.name}", daemon=True)
+                self._thread.start()
 
     def _watch(self) -> None:
         while True:
@@ -134,6 +124,19 @@ def breakers_reset() -> None:
         _breakers.clear()
 
 
+def _forget_after_fork() -> None:
+    """A forked process (a Celery pool process, started again after a cancelled task) has none of
+    its parent's threads: an open breaker would have no probe to close it, and refuse Redis for
+    good, and a lock a thread held would stay held. It starts as a new process does, with no
+    breakers: its own first failure trips its own."""
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    _breakers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 class _Guarded:
     """Fails at once while the connection's server's breaker is open (mixed into redis-py's
     TCP and unix-socket connections below)."""
@@ -141,7 +144,6 @@ class _Guarded:
     def _guard(self) -> Breaker:
         breaker = breaker_for(self)
         if breaker.is_open:
-            breaker.watched()
             raise RedisUnavailable(f"Redis {breaker.name} is unreachable (circuit open)")
         return breaker
 
