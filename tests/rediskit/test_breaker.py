@@ -84,9 +84,10 @@ def test_a_hung_redis_costs_one_timeout_then_fails_fast_and_heals(server: Signed
     assert members == 5
 
 
-def test_a_process_forked_while_the_breaker_is_open_closes_it_once_redis_answers(guarded_redis) -> None:
-    """A child inherits the open state but not the thread that probes (a Celery pool process
-    forked while Redis was hung): it must still find Redis again, not refuse it for good."""
+def test_a_process_forked_while_the_breaker_is_open_finds_redis_again_once_it_answers(guarded_redis) -> None:
+    """A process forked while its parent's breaker is open (a Celery pool process started while
+    Redis was hung) gets none of the parent's threads, so no probe of its own: it must still
+    find Redis again once Redis answers, not refuse it for good."""
     os.kill(guarded_redis.proc.pid, signal.SIGSTOP)
     with pytest.raises(RedisTimeoutError):
         get_redis().ping()
