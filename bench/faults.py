@@ -242,8 +242,7 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
         # seconds), and reads stayed degraded to the end for want of the index.
         _wait("the whole service (/healthz status ok)", lambda: _status(stack) == "ok", timeout=90)
     except BaseException:  # nothing of a stack that did not come up is left running
-        if stack.web is not None or stack.procs:
-            print_logs(stack)
+        print_logs(stack)  # whatever had started, supervised or not
         stack.stop()
         raise
     return stack

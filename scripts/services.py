@@ -242,9 +242,9 @@ def spare_port() -> int:
     """A free loopback port for a server about to start, outside the ephemeral range (see
     LOCAL_PG_PORT); a random start so that runs side by side rarely reach for the same one."""
     ephemeral = ephemeral_ports()
-    start = SPARE_PORTS.start + int.from_bytes(os.urandom(2), "big") % len(SPARE_PORTS)
-    for offset in range(len(SPARE_PORTS)):
-        port = SPARE_PORTS.start + (start - SPARE_PORTS.start + offset) % len(SPARE_PORTS)
+    start = int.from_bytes(os.urandom(2), "big")
+    for i in range(len(SPARE_PORTS)):
+        port = SPARE_PORTS[(start + i) % len(SPARE_PORTS)]
         if port not in ephemeral and port_free(port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a kernel with no range outside
