@@ -16,6 +16,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.utils.functional import SimpleLazyObject
 
 # --- Content-Security-Policy -------------------------------------------------------------------
 
@@ -38,19 +39,25 @@ API_DOCS_PREFIXES = ("/api/docs/", "/api/redoc/")
 
 class ContentSecurityPolicyMiddleware:
     """Sets Content-Security-Policy on HTML answers (JSON and CSV need none), with a fresh nonce
-    per request for the inline scripts and styles that must stay inline."""
+    per request for the inline scripts and styles that must stay inline. The nonce is drawn only
+    when a template or the header reads it: an API answer never needs one (docs/BENCHMARKS.md,
+    "The Content-Security-Policy nonce, drawn only when read")."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        nonce = secrets.token_urlsafe(16)
+        nonce = SimpleLazyObject(_draw_nonce)
         request.csp_nonce = nonce  # type: ignore[attr-defined]
         response = self.get_response(request)
         if response.get("Content-Type", "").startswith("text/html") and "Content-Security-Policy" not in response:
             policy = API_DOCS_POLICY if request.path.startswith(API_DOCS_PREFIXES) else PAGE_POLICY
-            response["Content-Security-Policy"] = policy.format(nonce=nonce)
+            response["Content-Security-Policy"] = policy.format(nonce=str(nonce))
         return response
+
+
+def _draw_nonce() -> str:
+    return secrets.token_urlsafe(16)
 
 
 # --- sign-in throttling ------------------------------------------------------------------------
