@@ -200,6 +200,8 @@ def encode(board: BoardShape, value: int, reached_at: datetime, subs: Mapping[st
 def _split(board: BoardShape, encoded: int) -> tuple[int, list[int]]:
     """The score's part and the sub-scores' digits of an encoded score."""
     part = int(encoded) >> TIME_BITS
+    if not getattr(board, "subscores", None):
+        return part, []  # most boards: every read decodes each entry, so this case is kept cheap
     digits: list[int] = []
     for sub in reversed(subscores(board)):
         part, digit = divmod(part, subscore_span(sub))

@@ -91,14 +91,28 @@ def test_the_ingest_lag_and_states_are_exported(server: SignedClient) -> None:
 
 
 def test_redis_errors_are_counted_on_a_real_refused_connection(transactional_db) -> None:
+    """The pool as settings.CACHES builds it: the breaker's connection class, counted. The breaker's
+    own refusals that follow (it opened on the failure) are not failures of Redis, and not counted."""
     from redis import Redis
     from redis.exceptions import ConnectionError as RedisConnectionError
 
+    from rediskit.breaker import RedisUnavailable, breakers_reset, guarded_connection_class
+
+    url = "redis://127.0.0.1:1/0"
     before = value(scrape(), "leaderboard_redis_errors_total", error="ConnectionError")
-    pool = CountingConnectionPool.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.5)
-    with pytest.raises(RedisConnectionError):
-        Redis(connection_pool=pool, retry=None).ping()
-    assert value(scrape(), "leaderboard_redis_errors_total", error="ConnectionError") > before
+    pool = CountingConnectionPool.from_url(
+        url, connection_class=guarded_connection_class(url), socket_connect_timeout=0.5
+    )
+    try:
+        with pytest.raises(RedisConnectionError):
+            Redis(connection_pool=pool, retry=None).ping()
+        after_failure = value(scrape(), "leaderboard_redis_errors_total", error="ConnectionError")
+        assert after_failure > before
+        with pytest.raises(RedisUnavailable):
+            Redis(connection_pool=pool, retry=None).ping()
+        assert value(scrape(), "leaderboard_redis_errors_total", error="ConnectionError") == after_failure
+    finally:
+        breakers_reset()
 
 
 def test_postgres_errors_are_counted(transactional_db) -> None:
