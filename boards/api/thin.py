@@ -47,7 +47,10 @@ class _Throttled:
     def __init__(self, user: PlayerPrincipal, request: HttpRequest) -> None:
         self.user = user
         self.META = request.META
-        self.headers = request.headers
+        # the one header DRF's get_ident reads, without building request.headers from every
+        # META key (~4% of a rank read's CPU)
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR")
+        self.headers = {"x-forwarded-for": forwarded} if forwarded is not None else {}
 
 
 def standing_body(game: str, board: str, window: str, player: str, standing: PlayerStanding) -> dict[str, Any]:

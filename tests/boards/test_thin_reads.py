@@ -222,6 +222,25 @@ def test_a_throttled_own_read_is_the_same_429(social, settings, read) -> None:
     assert json.loads(seen[0][0])["error"]["code"] == "rate_limited"
 
 
+@pytest.mark.parametrize("read", ["/boards/rating/players/p1", "/boards/rating/players/p1/friends"])
+def test_the_address_limit_counts_the_forwarded_client_on_both_paths(social, settings, read) -> None:
+    """Behind one proxy (NUM_PROXIES=1) the address limit counts X-Forwarded-For's client, as
+    DRF's get_ident reads it: two clients behind the same proxy do not share a counter."""
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "NUM_PROXIES": 1,
+        "DEFAULT_THROTTLE_RATES": {"player_reads": "1000/min", "address_reads": "2/min"},
+    }
+    client = player_client("p1")
+    for thin_reads in (True, False):
+        with override_settings(BOARDS_THIN_READS=thin_reads):
+            for key in get_redis().scan_iter("lb:throttle:*"):
+                get_redis().delete(key)
+            first = [client.get(URL + read, HTTP_X_FORWARDED_FOR="198.51.100.7").status_code for _ in range(3)]
+            other = client.get(URL + read, HTTP_X_FORWARDED_FOR="198.51.100.8").status_code
+        assert (first, other) == ([200, 200, 429], 200), thin_reads
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
