@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
+import itertools
 import json
 import os
 import shutil
@@ -38,8 +38,8 @@ import redis
 
 from bench import environment, ingest
 from bench.environment import REPO_ROOT, VENV_BIN, BenchEnv, ServerKey
-from bench.loadgen import sign  # the game servers' signer (docs/clients.md)
-from bench.server import ProcessGroup, ServerProcess, background_commands
+from bench.loadgen import signed_headers
+from bench.server import ProcessGroup, ServerProcess, background_commands, http_request
 from scripts import services
 from scripts.ha import FIRST_PORT as HA_FIRST_PORT
 from scripts.ha import HACluster
@@ -375,19 +375,8 @@ def _status(stack: Stack) -> str:
 
 
 def _request(stack: Stack, method: str, path: str, body: bytes = b"", signed: bool = False) -> tuple[int, bytes]:
-    headers = {"Content-Type": "application/json"}
-    if signed:
-        assert stack.key is not None
-        headers.update({"X-Key-Id": stack.key.key_id, "X-Signature": sign(stack.key.secret, method, path, body)})
-    conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=35)
-    try:
-        conn.request(method, path, body=body or None, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read()
-    except (OSError, http.client.HTTPException):  # no answer, or not an HTTP one
-        return 0, b""
-    finally:
-        conn.close()
+    headers = signed_headers(stack.key, method, path, body) if signed and stack.key else []
+    return http_request(stack.port, method, path, body, headers)
 
 
 @dataclass
@@ -447,29 +436,29 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     started = time.monotonic()
     tag = f"{fault.name}-{int(time.time())}"
 
+    def sample(kind: str, path: str, body: bytes = b"", match: tuple[str, str, int] | None = None) -> float:
+        """One request: a submission when it has a body (signed), else a read; the seconds it took."""
+        t0 = time.monotonic()
+        status, raw = _request(stack, "POST" if body else "GET", path, body, signed=bool(body))
+        took = time.monotonic() - t0
+        healthy = status in (200, 201) if body else status == 200 and b'"degraded"' not in raw
+        unhealthy = b"" if healthy else raw[:300]
+        with lock:
+            samples.append(Sample(t0 - started, kind, status, took, healthy, match if healthy else None, unhealthy))
+        return took
+
     def submitter(worker: int) -> None:
-        n = 0
-        while not stop.is_set():
-            n += 1
+        for n in itertools.count(1):
+            if stop.is_set():
+                return
             match_id, player, score = f"{tag}-{worker}-{n}", f"f{worker}x{n}-{tag}", 1000 + n
             body = json.dumps(ingest.match(match_id, player, "rating", score)).encode()
-            t0 = time.monotonic()
-            status, raw = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, signed=True)
-            took = time.monotonic() - t0
-            ok = status in (200, 201)
-            with lock:
-                match = (match_id, player, score) if ok else None
-                samples.append(Sample(t0 - started, "submit", status, took, ok, match, body=b"" if ok else raw[:300]))
+            took = sample("submit", f"/api/v1/games/{GAME}/matches", body, (match_id, player, score))
             stop.wait(max(0.0, submitters / rate - took))  # the submitters share the rate
 
     def reader() -> None:
         while not stop.is_set():
-            t0 = time.monotonic()
-            status, raw = _request(stack, "GET", f"/api/v1/games/{GAME}/boards/rating/top?limit=10")
-            healthy = status == 200 and b'"degraded"' not in raw
-            with lock:
-                took = time.monotonic() - t0
-                samples.append(Sample(t0 - started, "top", status, took, healthy, body=b"" if healthy else raw[:300]))
+            sample("top", f"/api/v1/games/{GAME}/boards/rating/top?limit=10")
             stop.wait(0.1)
 
     threads = [threading.Thread(target=submitter, args=(i,)) for i in range(submitters)]

@@ -66,8 +66,11 @@ def set_up(
     laps = Laps(2)
     timings, step = laps.seconds, laps.mark
 
-    environment.flush_redis(r)
-    _django(env)  # the measured code's scores/ and boards/, imported below
+    env.setup_django()  # the measured code's scores/ and boards/, imported below
+    from rediskit.client import get_redis
+
+    if (db := int(get_redis().connection_pool.connection_kwargs.get("db", 0))) != environment.BENCH_REDIS_DB:
+        raise environment.BenchError(f"Django's Redis is db {db}, expected {environment.BENCH_REDIS_DB}")
     game = environment.game_id(pg)
     board = environment.board_info(pg, board_slug)
     environment.log(f"generating {args.players:,} values")
@@ -303,16 +306,6 @@ def deep_cursors(r: redis.Redis, set_key: str, players: int, rng: random.Random)
         pipe.zrevrange(set_key, depth - 1, depth - 1, withscores=True)
     cursors = [cursor_at(int(score), f"p{int(member)}") for [(member, score)] in pipe.execute()]
     return cursors, deepest
-
-
-def _django(env: environment.BenchEnv) -> None:
-    """Configure Django in this process for the bench database and Redis db 2 (the bench environment)."""
-    env.setup_django()
-    from rediskit.client import get_redis
-
-    service_db = int(get_redis().connection_pool.connection_kwargs.get("db", 0))
-    if service_db != environment.BENCH_REDIS_DB:
-        raise environment.BenchError(f"Django's Redis is db {service_db}, expected {environment.BENCH_REDIS_DB}")
 
 
 def release_django_connections() -> None:
