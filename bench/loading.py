@@ -74,7 +74,7 @@ def set_up(
     game = environment.game_id(pg)
     board = environment.board_info(pg, board_slug)
     environment.log(f"generating {args.players:,} values")
-    values, tied = generate_values(board, args.players, rng)
+    values = generate_values(board, args.players, rng)
     step("generate")
     environment.log(f"COPYing {args.players:,} players and their `all` values into {environment.BENCH_DB_NAME}")
     load_steps = load_board(pg, game, board, values)
@@ -119,6 +119,7 @@ def set_up(
     release_django_connections()
     counts = Counter(values.encoded)
     tied_pks = [i + 1 for i, e in enumerate(values.encoded) if counts[e] > 1]
+    tied = len(tied_pks)
     environment.log(
         f"ready: {args.players:,} players ({tied:,} in ties), {len(lists):,} with {args.friends} friends, "
         f"{len(tokens):,} tokens; setup {sum(timings.values()):.0f} s"
@@ -162,10 +163,8 @@ def set_up(
     )
 
 
-def generate_values(shape: environment.BoardInfo, n: int, rng: random.Random) -> tuple[Values, int]:
-    """Values for players 1..N and how many players share their encoded score with another.
-
-    A rating-like spread (log-normal, median 50,000, clamped to the board's bounds), so equal
+def generate_values(shape: environment.BoardInfo, n: int, rng: random.Random) -> Values:
+    """Values for players 1..N: a rating-like spread (log-normal, median 50,000, clamped to the board's bounds), so equal
     values are common and the time tie-break matters; each reached at a random second of the
     last HISTORY_DAYS days. Identical (value, second) pairs almost never happen by chance, so
     TIED_SHARE of the players copy another's: two players of one match with the same score."""
@@ -180,9 +179,7 @@ def generate_values(shape: environment.BoardInfo, n: int, rng: random.Random) ->
         j = rng.randrange(n)
         values[i], seconds[i] = values[j], seconds[j]
     encoded = [encoding.encode(shape, v, datetime.fromtimestamp(s, UTC)) for v, s in zip(values, seconds, strict=True)]
-    counts = Counter(encoded)
-    tied = sum(c for c in counts.values() if c > 1)
-    return Values(values, seconds, encoded), tied
+    return Values(values, seconds, encoded)
 
 
 def friend_lists(

@@ -215,7 +215,6 @@ class Submitter:
         self.conn = HttpConnection("127.0.0.1", port)
         self.key = key
         self.count = 0
-        self.overloaded = 0  # 503s retried
         self.statuses: Counter[str] = Counter()
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -229,7 +228,6 @@ class Submitter:
             reply = json.loads(response.body or b"{}")
             if response.status != 503 or time.monotonic() > deadline:
                 return response.status, reply
-            self.overloaded += 1
             await asyncio.sleep(0.1)
 
     async def result(self, player: str, score: int) -> float:
