@@ -22,6 +22,7 @@ from pathlib import Path
 from bench import monitor
 from bench.environment import VENV_BIN, BenchEnv, BenchError
 from scripts import services, web
+from scripts.run import venv_cmd
 
 STOP_GRACE_SECONDS = 10.0
 
@@ -184,18 +185,17 @@ def background_commands(
 
     commands: dict[str, list[str]] = {}
     if append:
-        commands["append"] = [str(VENV_BIN / "python"), "manage.py", "append_service"]
+        commands["append"] = venv_cmd("python", "manage.py append_service")
     share = -(-LANES // projectors)
     for i in range(projectors):
         first, last = i * share, min(LANES, (i + 1) * share) - 1
-        commands[f"projector{i if projectors > 1 else ''}"] = [
-            str(VENV_BIN / "python"), "manage.py", "projector", "--lanes", f"{first}-{last}",
-        ]  # fmt: skip
+        commands[f"projector{i if projectors > 1 else ''}"] = venv_cmd(
+            "python", f"manage.py projector --lanes {first}-{last}"
+        )
     if celery:
-        commands["worker"] = [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",
-                              "--concurrency", "2"]  # fmt: skip
-        commands["beat"] = [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING",
-                            "--schedule", str(schedule_dir / "celerybeat-schedule")]  # fmt: skip
+        commands["worker"] = venv_cmd("celery", "-A leaderboard_project worker --loglevel WARNING --concurrency 2")
+        schedule = str(schedule_dir / "celerybeat-schedule")
+        commands["beat"] = venv_cmd("celery", "-A leaderboard_project beat --loglevel WARNING --schedule", schedule)
     return commands
 
 
