@@ -164,10 +164,12 @@ class LoadResult:
     def completed(self) -> int:
         return len(self.latencies)
 
-    def record(self, req: Request, latency: float) -> None:
-        self.latencies.append(latency)
-        if req.tag:
-            self.latencies_by_tag.setdefault(req.tag, []).append(latency)
+    def record(self, req: Request, outcome: str, latency: float, measured: bool) -> None:
+        self.statuses[outcome] += 1
+        if measured:
+            self.latencies.append(latency)
+            if req.tag:
+                self.latencies_by_tag.setdefault(req.tag, []).append(latency)
 
 
 class WindowMonitor(Protocol):
@@ -253,9 +255,7 @@ async def closed_loop(load: Load, *, concurrency: int, stagger: float = 0.0) -> 
                 response, outcome = await send(conn, req, load.timeout)
                 t1 = time.perf_counter()
                 measured = measure_start <= loop.time() <= measure_end
-                result.statuses[outcome] += 1
-                if measured:
-                    result.record(req, t1 - t0)
+                result.record(req, outcome, t1 - t0, measured)
                 load.on_response(req, response, measured)
         finally:
             result.connects += conn.connects
@@ -298,9 +298,7 @@ async def open_loop(load: Load, *, rate: float, max_connections: int = 512) -> L
             idle.append(conn)  # closed ones reconnect on their next request
         finished = time.perf_counter()
         measured = measure_start <= scheduled < measure_end
-        result.statuses[outcome] += 1
-        if measured:
-            result.record(req, finished - scheduled)
+        result.record(req, outcome, finished - scheduled, measured)
         load.on_response(req, response, measured)
 
     async def schedule() -> None:
