@@ -133,12 +133,11 @@ class CpuMeter:
 
     Groups: `server` (the process group `server_pgid`), `projector` and `celery` (the process
     groups registered in BACKGROUND), `postgres` (the postmaster, its background
-    workers, the backends of `database`, and whatever backend ended during the window), `redis`,
+    workers, the bench database's backends, and whatever backend ended during the window), `redis`,
     `self` (this process) and `other` (anything else, including long-lived backends of other
     databases); `machine_busy` is the whole machine's busy share (0-1)."""
 
-    server_pgid: int | None = None
-    database: str | None = None
+    server_pgid: int
     # After stop(): cores of each process of the server's group, busiest first (its own CPU, not
     # its children's): shows how the load spread over the workers.
     server_processes: list[tuple[int, float]] = field(default_factory=list)
@@ -202,7 +201,7 @@ class CpuMeter:
         return alive
 
     def _group(self, pid: int, proc: _Proc) -> str:
-        if self.server_pgid is not None and proc.pgrp == self.server_pgid:
+        if proc.pgrp == self.server_pgid:
             return "server"
         if proc.pgrp in BACKGROUND:
             return BACKGROUND[proc.pgrp]
@@ -210,7 +209,7 @@ class CpuMeter:
             return "self"
         if proc.comm.startswith(("postgres", "postmaster")):
             backend_db = _postgres_database(pid)
-            return "postgres" if backend_db is None or backend_db == self.database else "other"
+            return "postgres" if backend_db is None or backend_db == BENCH_DB_NAME else "other"
         if proc.comm.startswith("redis-server"):
             return "redis"
         return "other"
@@ -222,7 +221,7 @@ class ServerMonitor:
     def __init__(
         self, env: BenchEnv, server_pid: int, r: redis.Redis, start_profile: Callable[[], None] = lambda: None
     ) -> None:
-        self.cpu = CpuMeter(server_pgid=server_pid, database=BENCH_DB_NAME)
+        self.cpu = CpuMeter(server_pid)
         # Opened now: once the server exhausts max_connections, a new connection would fail.
         self.pg = connect(env)
         self.redis = r
