@@ -386,7 +386,7 @@ class Sample:
     status: int
     seconds: float
     healthy: bool
-    match: tuple[str, str, int] | None = None  # (match_id, player, score) of an acknowledged submission
+    match: tuple[str, str] | None = None  # (match_id, player) of an acknowledged submission
     body: bytes = b""  # the start of an unhealthy answer, for the failure report
 
 
@@ -436,7 +436,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     started = time.monotonic()
     tag = f"{fault.name}-{int(time.time())}"
 
-    def sample(kind: str, path: str, body: bytes = b"", match: tuple[str, str, int] | None = None) -> float:
+    def sample(kind: str, path: str, body: bytes = b"", match: tuple[str, str] | None = None) -> float:
         """One request: a submission when it has a body (signed), else a read; the seconds it took."""
         t0 = time.monotonic()
         status, raw = _request(stack, "POST" if body else "GET", path, body, signed=bool(body))
@@ -453,7 +453,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
                 return
             match_id, player, score = f"{tag}-{worker}-{n}", f"f{worker}x{n}-{tag}", 1000 + n
             body = json.dumps(ingest.match(match_id, player, "rating", score)).encode()
-            took = sample("submit", f"/api/v1/games/{GAME}/matches", body, (match_id, player, score))
+            took = sample("submit", f"/api/v1/games/{GAME}/matches", body, (match_id, player))
             stop.wait(max(0.0, submitters / rate - took))  # the submitters share the rate
 
     def reader() -> None:
@@ -532,26 +532,18 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     )
 
 
-def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
+def count_lost(stack: Stack, acked: list[tuple[str, str]]) -> int:
     """Acknowledged results missing from Postgres, or not on the board once it settled."""
     if not acked:
         return 0
+    match_ids, players = [m for m, _ in acked], [p for _, p in acked]
     with psycopg.connect(stack.pg.url()) as conn:
-        stored = {
-            row[0]
-            for row in conn.execute(
-                "SELECT match_id FROM scores_match WHERE match_id = ANY(%s)", [[m for m, _, _ in acked]]
-            )
-        }
-        ids = dict(
-            conn.execute(
-                "SELECT external_id, id FROM scores_player WHERE external_id = ANY(%s)", [[p for _, p, _ in acked]]
-            ).fetchall()
-        )
+        stored = {m for (m,) in conn.execute("SELECT match_id FROM scores_match WHERE match_id = ANY(%s)", [match_ids])}
+        ids = dict(conn.execute("SELECT external_id, id FROM scores_player WHERE external_id = ANY(%s)", [players]))
         board_id = conn.execute("SELECT id FROM scores_board WHERE slug = 'rating'").fetchone()[0]
-    missing_pg = sum(1 for m, _, _ in acked if m not in stored)
+    missing_pg = sum(1 for m in match_ids if m not in stored)
     r = redis.Redis.from_url(stack.redis.url)
-    members = [str(ids[p]) for _, p, _ in acked if p in ids]
+    members = [str(ids[p]) for p in players if p in ids]
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
         scores = r.zmscore(environment.board_set_key(board_id), members) if members else []
