@@ -68,7 +68,7 @@ def with_database(url: str, name: str) -> str:
 class BenchEnv:
     database_url: str
     redis_url: str
-    code_dir: Path = REPO_ROOT  # the checkout whose manage.py and servers run (bench/code.py)
+    code_dir: Path = REPO_ROOT  # the checkout whose manage.py and servers run (--code)
 
     def process_env(self, **extra: str) -> dict[str, str]:
         """The environment of a server or manage.py subprocess: bench database, bench Redis, DEBUG off

@@ -222,7 +222,7 @@ Column = Callable[[int], str]  # row index -> the field in COPY text format
 def _copy(cur: psycopg.Cursor, table: str, columns: dict[str, Column], rows: int) -> None:
     """COPY `rows` rows into `table`, filling the columns it has among `columns`.
 
-    The schema moves with the code measured (bench/code.py): a column we do not know is left
+    The schema moves with the code measured (--code): a column we do not know is left
     to its default, unless it is NOT NULL without one, which is refused by name."""
     cur.execute(
         "SELECT column_name, is_nullable = 'YES' OR column_default IS NOT NULL OR is_identity = 'YES' "
