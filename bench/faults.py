@@ -12,7 +12,7 @@ with its synchronous standby (scripts/ha.py); run-redis-killed under `make run`'
 (scripts/run.py). Exit status 1 on a loss (under `make run`: also not healed, or a process
 down). docs/reliability.md says how to read the table.
 
-A new fault is one class: a name, inject(stack) and heal(stack), added to FAULTS.
+A new fault is a Fault(name, inject, heal) in FAULTS.
 """
 
 from __future__ import annotations
@@ -158,6 +158,7 @@ class Stack:
     web: ServerProcess | None = None
     key: ServerKey | None = None
     supervisor: ProcessGroup | None = None  # scripts/run.py, on the stack `make run` starts
+    killed_primary: str = ""  # the HA node primary-killed killed, started again as its heal
 
     @property
     def env(self) -> BenchEnv:
@@ -187,6 +188,16 @@ class Stack:
 
     def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
         self.procs[name].stop(signum, grace=20)
+
+    def kill_primary(self) -> None:
+        assert isinstance(self.pg, HACluster)
+        self.killed_primary = self.pg.primary() or ""
+        assert self.killed_primary, self.pg.states()
+        self.pg.kill(self.killed_primary)
+
+    def start_killed_primary(self) -> None:
+        assert isinstance(self.pg, HACluster) and self.killed_primary
+        self.pg.start_keeper(self.killed_primary)
 
     def stop(self) -> None:
         if self.supervisor is not None:
@@ -251,115 +262,39 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
 # --- the faults -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
 class Fault:
-    name = ""
-    needs_ha = False  # runs on the primary + synchronous standby stack (stack_up(ha=True))
-    supervised = False  # runs on the stack `make run`'s supervisor starts (stack_up(supervised=True))
+    """What breaks the stack (`inject`) and what mends it (`heal`), on the stack it needs."""
 
-    def inject(self, stack: Stack) -> None:
-        raise NotImplementedError
-
-    def heal(self, stack: Stack) -> None:
-        raise NotImplementedError
+    name: str
+    inject: Callable[[Stack], object]
+    heal: Callable[[Stack], object]
+    ha: bool = False  # runs on the primary + synchronous standby stack (stack_up(ha=True))
+    supervised: bool = False  # runs on the stack `make run`'s supervisor starts (stack_up(supervised=True))
 
 
-class RedisKilled(Fault):
-    name = "redis-killed"
-
-    def inject(self, stack: Stack) -> None:
-        stack.redis.signal(signal.SIGKILL)
-
-    def heal(self, stack: Stack) -> None:
-        stack.redis.start()  # empty: it kept nothing on disk
-
-
-class RedisKilledUnderRun(RedisKilled):
-    """Redis kill -9 and restarted empty under `make run` itself: the worker may die of it (kombu's
-    restore_unacked on a lost connection) and is restarted by the supervisor; the index is rebuilt
-    and every acknowledged result reaches the board without a person."""
-
-    name = "run-redis-killed"
-    supervised = True
-
-
-class RedisHung(Fault):
-    name = "redis-hung"
-
-    def inject(self, stack: Stack) -> None:
-        stack.redis.signal(signal.SIGSTOP)
-
-    def heal(self, stack: Stack) -> None:
-        stack.redis.signal(signal.SIGCONT)
-
-
-class PostgresStopped(Fault):
-    name = "postgres-stopped"
-
-    def inject(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, LocalPostgres)
-        stack.pg.stop()
-
-    def heal(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, LocalPostgres)
-        stack.pg.start()
-
-
-class ProcessKilled(Fault):
-    """kill -9 of one of the service's processes, started again as the heal."""
-
-    process = ""
-
-    def inject(self, stack: Stack) -> None:
-        stack.kill(self.process)
-
-    def heal(self, stack: Stack) -> None:
-        stack.start(self.process)
-
-
-class WorkerKilled(ProcessKilled):
-    name = "worker-killed"
-    process = "worker"
-
-
-class ProjectorKilled(ProcessKilled):
-    """The process that applies stored matches to values and boards, killed mid-batch or between
-    a batch's commit and its Redis write: the pending rows and the outbox carry on."""
-
-    name = "projector-killed"
-    process = "projector"
-
-
-class PrimaryKilled(Fault):
-    """kill -9 of the primary database machine (its pg_auto_failover keeper, postgres and every
-    backend) under load: the monitor promotes the synchronous standby, the service's pools find
-    it through the multi-host DATABASE_URL. Healed by starting the dead node again, which
-    rejoins as the new primary's standby."""
-
-    name = "primary-killed"
-    needs_ha = True
-    killed = ""
-
-    def inject(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, HACluster)
-        primary = stack.pg.primary()
-        assert primary is not None, stack.pg.states()
-        self.killed = primary
-        stack.pg.kill(primary)
-
-    def heal(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, HACluster) and self.killed
-        stack.pg.start_keeper(self.killed)
-
-
-FAULTS: list[type[Fault]] = [
-    RedisKilled,
-    RedisHung,
-    PostgresStopped,
-    WorkerKilled,
-    ProjectorKilled,
-    RedisKilledUnderRun,
-    PrimaryKilled,
-]
+FAULTS = {
+    fault.name: fault
+    for fault in (
+        # restarted empty: it kept nothing on disk
+        Fault("redis-killed", lambda s: s.redis.signal(signal.SIGKILL), lambda s: s.redis.start()),
+        Fault("redis-hung", lambda s: s.redis.signal(signal.SIGSTOP), lambda s: s.redis.signal(signal.SIGCONT)),
+        Fault("postgres-stopped", lambda s: s.pg.stop(), lambda s: s.pg.start()),
+        Fault("worker-killed", lambda s: s.kill("worker"), lambda s: s.start("worker")),
+        # The process that applies stored matches to values and boards, killed mid-batch or between
+        # a batch's commit and its Redis write: the pending rows and the outbox carry on.
+        Fault("projector-killed", lambda s: s.kill("projector"), lambda s: s.start("projector")),
+        # Redis kill -9 and restarted empty under `make run` itself: the worker may die of it (kombu's
+        # restore_unacked on a lost connection) and is restarted by the supervisor; the index is
+        # rebuilt and every acknowledged result reaches the board without a person.
+        Fault("run-redis-killed", lambda s: s.redis.signal(signal.SIGKILL), lambda s: s.redis.start(), supervised=True),
+        # kill -9 of the primary database machine (its pg_auto_failover keeper, postgres and every
+        # backend) under load: the monitor promotes the synchronous standby, the service's pools
+        # find it through the multi-host DATABASE_URL. Healed by starting the dead node again,
+        # which rejoins as the new primary's standby.
+        Fault("primary-killed", lambda s: s.kill_primary(), lambda s: s.start_killed_primary(), ha=True),
+    )
+}
 
 
 # --- load -----------------------------------------------------------------------------------
@@ -596,21 +531,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="load per fault (default %(default)s)")
     parser.add_argument("--rate", type=float, default=8.0, help="submissions per second (default %(default)s)")
     parser.add_argument("--submitters", type=int, default=2, help="concurrent submitting clients (default %(default)s)")
-    parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(f.name for f in FAULTS))
+    parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(FAULTS))
     args = parser.parse_args(argv)
-    chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]
+    chosen = [f for f in FAULTS.values() if not args.only or f.name in args.only.split(",")]
     if not chosen:
         parser.error("no such fault")
     outcomes = []
     for on_ha, supervised in ((False, False), (False, True), (True, False)):
-        group = [f for f in chosen if f.needs_ha == on_ha and f.supervised == supervised]
+        group = [f for f in chosen if f.ha == on_ha and f.supervised == supervised]
         if not group:
             continue
         stack = stack_up(ha=on_ha, supervised=supervised)
         try:
-            for fault_cls in group:
-                log(f"{fault_cls.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
-                outcomes.append(run_fault(stack, fault_cls(), args.seconds, args.rate, args.submitters))
+            for fault in group:
+                log(f"{fault.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
+                outcomes.append(run_fault(stack, fault, args.seconds, args.rate, args.submitters))
         finally:
             stack.stop()
     print_table(outcomes)
