@@ -14,9 +14,9 @@ import shutil
 import subprocess
 import time
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import redis
+from redis.connection import parse_url
 
 from bench.environment import BenchError, log
 
@@ -52,10 +52,6 @@ def load_anchor_set(r: redis.Redis, members: int, seed: int = 1) -> dict[str, An
     }
 
 
-def redis_benchmark_binary() -> str | None:
-    return shutil.which("redis-benchmark")
-
-
 def redis_benchmark(
     redis_url: str, command: list[str], *, clients: int, requests: int, keyspace: int
 ) -> dict[str, Any]:
@@ -63,21 +59,20 @@ def redis_benchmark(
 
     One command per round trip (no -P), from `clients` connections: the same shape as the HTTP
     load, so "ratio to raw" reads as what the service costs on top of the Redis call it makes."""
-    binary = redis_benchmark_binary()
+    binary = shutil.which("redis-benchmark")
     if binary is None:
         raise BenchError("redis-benchmark not found: apt-get install redis-tools")
-    url = urlsplit(redis_url)
-    if url.scheme == "unix":  # unix:///path/redis.sock?db=N
-        cmd = [binary, "-s", url.path]
-        db = int(dict(p.split("=", 1) for p in url.query.split("&") if "=" in p).get("db", 0))
+    url = parse_url(redis_url)  # unix:///path/redis.sock?db=N too
+    if "path" in url:
+        cmd = [binary, "-s", url["path"]]
     else:
-        cmd = [binary, "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 6379)]
-        db = int((url.path or "/0").lstrip("/") or 0)
-    if url.password:
-        cmd += ["-a", unquote(url.password), "--no-auth-warning"]
-        if url.username:
-            cmd += ["--user", unquote(url.username)]
-    cmd += ["--dbnum", str(db), "-c", str(clients), "-n", str(requests), "-r", str(keyspace), "--csv", *command]
+        cmd = [binary, "-h", url.get("host", "127.0.0.1"), "-p", str(url.get("port", 6379))]
+    if password := url.get("password"):
+        cmd += ["-a", password, "--no-auth-warning"]
+        if url.get("username"):
+            cmd += ["--user", url["username"]]
+    cmd += ["--dbnum", str(url.get("db", 0)), "-c", str(clients), "-n", str(requests), "-r", str(keyspace)]
+    cmd += ["--csv", *command]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise BenchError(f"redis-benchmark failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
@@ -85,7 +80,7 @@ def redis_benchmark(
     if not rows:
         raise BenchError(f"redis-benchmark printed no result: {proc.stdout[-300:]!r}")
     row = rows[-1]
-    shown = [part if part != unquote(url.password or "") else "***" for part in cmd]
+    shown = [part if part != password else "***" for part in cmd]
     log(f"redis-benchmark {' '.join(command)}: {float(row['rps']):,.0f} req/s, p99 {row['p99_latency_ms']} ms")
     return {
         "command": " ".join(shown),

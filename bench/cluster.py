@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench import environment, ingest, loadgen
-from bench.code import CodeTree, add_code_arg, run_benchmark
+from bench.environment import CodeTree, add_code_arg, run_benchmark
 
 WINDOWS = ["all", "daily:2026-11-28", "weekly:2026-W48", "monthly:2026-11", "season:s1"]
 
@@ -327,8 +327,6 @@ def _slot_served(cluster: Any, ask: int, slot: int, dead: int) -> bool:
 
 def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
     environment.prepare_database(env)
-    with environment.redis_client(env) as r:
-        environment.flush_redis(r)
     os.environ["PROJECTOR_INLINE"] = "1"  # each submission projected in its request: no projector process
     env.setup_django()
     from scripts import cluster

@@ -12,14 +12,14 @@ with its synchronous standby (scripts/ha.py); run-redis-killed under `make run`'
 (scripts/run.py). Exit status 1 on a loss (under `make run`: also not healed, or a process
 down). docs/reliability.md says how to read the table.
 
-A new fault is one class: a name, inject(stack) and heal(stack), added to FAULTS.
+A new fault is a Fault(name, inject, heal) in FAULTS.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
+import itertools
 import json
 import os
 import shutil
@@ -38,8 +38,8 @@ import redis
 
 from bench import environment, ingest
 from bench.environment import REPO_ROOT, VENV_BIN, BenchEnv, ServerKey
-from bench.loadgen import sign  # the game servers' signer (docs/clients.md)
-from bench.server import ProcessGroup, ServerProcess, background_commands
+from bench.loadgen import signed_headers
+from bench.server import ProcessGroup, ServerProcess, background_commands, http_request
 from scripts import services
 from scripts.ha import FIRST_PORT as HA_FIRST_PORT
 from scripts.ha import HACluster
@@ -158,6 +158,7 @@ class Stack:
     web: ServerProcess | None = None
     key: ServerKey | None = None
     supervisor: ProcessGroup | None = None  # scripts/run.py, on the stack `make run` starts
+    killed_primary: str = ""  # the HA node primary-killed killed, started again as its heal
 
     @property
     def env(self) -> BenchEnv:
@@ -187,6 +188,16 @@ class Stack:
 
     def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
         self.procs[name].stop(signum, grace=20)
+
+    def kill_primary(self) -> None:
+        assert isinstance(self.pg, HACluster)
+        self.killed_primary = self.pg.primary() or ""
+        assert self.killed_primary, self.pg.states()
+        self.pg.kill(self.killed_primary)
+
+    def start_killed_primary(self) -> None:
+        assert isinstance(self.pg, HACluster) and self.killed_primary
+        self.pg.start_keeper(self.killed_primary)
 
     def stop(self) -> None:
         if self.supervisor is not None:
@@ -251,115 +262,39 @@ def stack_up(*, ha: bool = False, supervised: bool = False) -> Stack:
 # --- the faults -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
 class Fault:
-    name = ""
-    needs_ha = False  # runs on the primary + synchronous standby stack (stack_up(ha=True))
-    supervised = False  # runs on the stack `make run`'s supervisor starts (stack_up(supervised=True))
+    """What breaks the stack (`inject`) and what mends it (`heal`), on the stack it needs."""
 
-    def inject(self, stack: Stack) -> None:
-        raise NotImplementedError
-
-    def heal(self, stack: Stack) -> None:
-        raise NotImplementedError
+    name: str
+    inject: Callable[[Stack], object]
+    heal: Callable[[Stack], object]
+    ha: bool = False  # runs on the primary + synchronous standby stack (stack_up(ha=True))
+    supervised: bool = False  # runs on the stack `make run`'s supervisor starts (stack_up(supervised=True))
 
 
-class RedisKilled(Fault):
-    name = "redis-killed"
-
-    def inject(self, stack: Stack) -> None:
-        stack.redis.signal(signal.SIGKILL)
-
-    def heal(self, stack: Stack) -> None:
-        stack.redis.start()  # empty: it kept nothing on disk
-
-
-class RedisKilledUnderRun(RedisKilled):
-    """Redis kill -9 and restarted empty under `make run` itself: the worker may die of it (kombu's
-    restore_unacked on a lost connection) and is restarted by the supervisor; the index is rebuilt
-    and every acknowledged result reaches the board without a person."""
-
-    name = "run-redis-killed"
-    supervised = True
-
-
-class RedisHung(Fault):
-    name = "redis-hung"
-
-    def inject(self, stack: Stack) -> None:
-        stack.redis.signal(signal.SIGSTOP)
-
-    def heal(self, stack: Stack) -> None:
-        stack.redis.signal(signal.SIGCONT)
-
-
-class PostgresStopped(Fault):
-    name = "postgres-stopped"
-
-    def inject(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, LocalPostgres)
-        stack.pg.stop()
-
-    def heal(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, LocalPostgres)
-        stack.pg.start()
-
-
-class ProcessKilled(Fault):
-    """kill -9 of one of the service's processes, started again as the heal."""
-
-    process = ""
-
-    def inject(self, stack: Stack) -> None:
-        stack.kill(self.process)
-
-    def heal(self, stack: Stack) -> None:
-        stack.start(self.process)
-
-
-class WorkerKilled(ProcessKilled):
-    name = "worker-killed"
-    process = "worker"
-
-
-class ProjectorKilled(ProcessKilled):
-    """The process that applies stored matches to values and boards, killed mid-batch or between
-    a batch's commit and its Redis write: the pending rows and the outbox carry on."""
-
-    name = "projector-killed"
-    process = "projector"
-
-
-class PrimaryKilled(Fault):
-    """kill -9 of the primary database machine (its pg_auto_failover keeper, postgres and every
-    backend) under load: the monitor promotes the synchronous standby, the service's pools find
-    it through the multi-host DATABASE_URL. Healed by starting the dead node again, which
-    rejoins as the new primary's standby."""
-
-    name = "primary-killed"
-    needs_ha = True
-    killed = ""
-
-    def inject(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, HACluster)
-        primary = stack.pg.primary()
-        assert primary is not None, stack.pg.states()
-        self.killed = primary
-        stack.pg.kill(primary)
-
-    def heal(self, stack: Stack) -> None:
-        assert isinstance(stack.pg, HACluster) and self.killed
-        stack.pg.start_keeper(self.killed)
-
-
-FAULTS: list[type[Fault]] = [
-    RedisKilled,
-    RedisHung,
-    PostgresStopped,
-    WorkerKilled,
-    ProjectorKilled,
-    RedisKilledUnderRun,
-    PrimaryKilled,
-]
+FAULTS = {
+    fault.name: fault
+    for fault in (
+        # restarted empty: it kept nothing on disk
+        Fault("redis-killed", lambda s: s.redis.signal(signal.SIGKILL), lambda s: s.redis.start()),
+        Fault("redis-hung", lambda s: s.redis.signal(signal.SIGSTOP), lambda s: s.redis.signal(signal.SIGCONT)),
+        Fault("postgres-stopped", lambda s: s.pg.stop(), lambda s: s.pg.start()),
+        Fault("worker-killed", lambda s: s.kill("worker"), lambda s: s.start("worker")),
+        # The process that applies stored matches to values and boards, killed mid-batch or between
+        # a batch's commit and its Redis write: the pending rows and the outbox carry on.
+        Fault("projector-killed", lambda s: s.kill("projector"), lambda s: s.start("projector")),
+        # Redis kill -9 and restarted empty under `make run` itself: the worker may die of it (kombu's
+        # restore_unacked on a lost connection) and is restarted by the supervisor; the index is
+        # rebuilt and every acknowledged result reaches the board without a person.
+        Fault("run-redis-killed", lambda s: s.redis.signal(signal.SIGKILL), lambda s: s.redis.start(), supervised=True),
+        # kill -9 of the primary database machine (its pg_auto_failover keeper, postgres and every
+        # backend) under load: the monitor promotes the synchronous standby, the service's pools
+        # find it through the multi-host DATABASE_URL. Healed by starting the dead node again,
+        # which rejoins as the new primary's standby.
+        Fault("primary-killed", lambda s: s.kill_primary(), lambda s: s.start_killed_primary(), ha=True),
+    )
+}
 
 
 # --- load -----------------------------------------------------------------------------------
@@ -375,19 +310,8 @@ def _status(stack: Stack) -> str:
 
 
 def _request(stack: Stack, method: str, path: str, body: bytes = b"", signed: bool = False) -> tuple[int, bytes]:
-    headers = {"Content-Type": "application/json"}
-    if signed:
-        assert stack.key is not None
-        headers.update({"X-Key-Id": stack.key.key_id, "X-Signature": sign(stack.key.secret, method, path, body)})
-    conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=35)
-    try:
-        conn.request(method, path, body=body or None, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read()
-    except (OSError, http.client.HTTPException):  # no answer, or not an HTTP one
-        return 0, b""
-    finally:
-        conn.close()
+    headers = signed_headers(stack.key, method, path, body) if signed and stack.key else []
+    return http_request(stack.port, method, path, body, headers)
 
 
 @dataclass
@@ -397,7 +321,7 @@ class Sample:
     status: int
     seconds: float
     healthy: bool
-    match: tuple[str, str, int] | None = None  # (match_id, player, score) of an acknowledged submission
+    match: tuple[str, str] | None = None  # (match_id, player) of an acknowledged submission
     body: bytes = b""  # the start of an unhealthy answer, for the failure report
 
 
@@ -447,29 +371,29 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     started = time.monotonic()
     tag = f"{fault.name}-{int(time.time())}"
 
+    def sample(kind: str, path: str, body: bytes = b"", match: tuple[str, str] | None = None) -> float:
+        """One request: a submission when it has a body (signed), else a read; the seconds it took."""
+        t0 = time.monotonic()
+        status, raw = _request(stack, "POST" if body else "GET", path, body, signed=bool(body))
+        took = time.monotonic() - t0
+        healthy = status in (200, 201) if body else status == 200 and b'"degraded"' not in raw
+        unhealthy = b"" if healthy else raw[:300]
+        with lock:
+            samples.append(Sample(t0 - started, kind, status, took, healthy, match if healthy else None, unhealthy))
+        return took
+
     def submitter(worker: int) -> None:
-        n = 0
-        while not stop.is_set():
-            n += 1
+        for n in itertools.count(1):
+            if stop.is_set():
+                return
             match_id, player, score = f"{tag}-{worker}-{n}", f"f{worker}x{n}-{tag}", 1000 + n
             body = json.dumps(ingest.match(match_id, player, "rating", score)).encode()
-            t0 = time.monotonic()
-            status, raw = _request(stack, "POST", f"/api/v1/games/{GAME}/matches", body, signed=True)
-            took = time.monotonic() - t0
-            ok = status in (200, 201)
-            with lock:
-                match = (match_id, player, score) if ok else None
-                samples.append(Sample(t0 - started, "submit", status, took, ok, match, body=b"" if ok else raw[:300]))
+            took = sample("submit", f"/api/v1/games/{GAME}/matches", body, (match_id, player))
             stop.wait(max(0.0, submitters / rate - took))  # the submitters share the rate
 
     def reader() -> None:
         while not stop.is_set():
-            t0 = time.monotonic()
-            status, raw = _request(stack, "GET", f"/api/v1/games/{GAME}/boards/rating/top?limit=10")
-            healthy = status == 200 and b'"degraded"' not in raw
-            with lock:
-                took = time.monotonic() - t0
-                samples.append(Sample(t0 - started, "top", status, took, healthy, body=b"" if healthy else raw[:300]))
+            sample("top", f"/api/v1/games/{GAME}/boards/rating/top?limit=10")
             stop.wait(0.1)
 
     threads = [threading.Thread(target=submitter, args=(i,)) for i in range(submitters)]
@@ -543,26 +467,18 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
     )
 
 
-def count_lost(stack: Stack, acked: list[tuple[str, str, int]]) -> int:
+def count_lost(stack: Stack, acked: list[tuple[str, str]]) -> int:
     """Acknowledged results missing from Postgres, or not on the board once it settled."""
     if not acked:
         return 0
+    match_ids, players = [m for m, _ in acked], [p for _, p in acked]
     with psycopg.connect(stack.pg.url()) as conn:
-        stored = {
-            row[0]
-            for row in conn.execute(
-                "SELECT match_id FROM scores_match WHERE match_id = ANY(%s)", [[m for m, _, _ in acked]]
-            )
-        }
-        ids = dict(
-            conn.execute(
-                "SELECT external_id, id FROM scores_player WHERE external_id = ANY(%s)", [[p for _, p, _ in acked]]
-            ).fetchall()
-        )
+        stored = {m for (m,) in conn.execute("SELECT match_id FROM scores_match WHERE match_id = ANY(%s)", [match_ids])}
+        ids = dict(conn.execute("SELECT external_id, id FROM scores_player WHERE external_id = ANY(%s)", [players]))
         board_id = conn.execute("SELECT id FROM scores_board WHERE slug = 'rating'").fetchone()[0]
-    missing_pg = sum(1 for m, _, _ in acked if m not in stored)
+    missing_pg = sum(1 for m in match_ids if m not in stored)
     r = redis.Redis.from_url(stack.redis.url)
-    members = [str(ids[p]) for _, p, _ in acked if p in ids]
+    members = [str(ids[p]) for p in players if p in ids]
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
         scores = r.zmscore(environment.board_set_key(board_id), members) if members else []
@@ -615,21 +531,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="load per fault (default %(default)s)")
     parser.add_argument("--rate", type=float, default=8.0, help="submissions per second (default %(default)s)")
     parser.add_argument("--submitters", type=int, default=2, help="concurrent submitting clients (default %(default)s)")
-    parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(f.name for f in FAULTS))
+    parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(FAULTS))
     args = parser.parse_args(argv)
-    chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]
+    chosen = [f for f in FAULTS.values() if not args.only or f.name in args.only.split(",")]
     if not chosen:
         parser.error("no such fault")
     outcomes = []
     for on_ha, supervised in ((False, False), (False, True), (True, False)):
-        group = [f for f in chosen if f.needs_ha == on_ha and f.supervised == supervised]
+        group = [f for f in chosen if f.ha == on_ha and f.supervised == supervised]
         if not group:
             continue
         stack = stack_up(ha=on_ha, supervised=supervised)
         try:
-            for fault_cls in group:
-                log(f"{fault_cls.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
-                outcomes.append(run_fault(stack, fault_cls(), args.seconds, args.rate, args.submitters))
+            for fault in group:
+                log(f"{fault.name}: {args.seconds:.0f} s of signed load, fault at 25 %, healed at 60 %")
+                outcomes.append(run_fault(stack, fault, args.seconds, args.rate, args.submitters))
         finally:
             stack.stop()
     print_table(outcomes)

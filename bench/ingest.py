@@ -127,14 +127,32 @@ class LagSampler:
         }
 
 
-def check_durable(pg: psycopg.Connection, game: int, acked: list[str]) -> dict[str, Any]:
-    """Every acknowledged match is in scores_match (the tables were empty at the start)."""
+def check_writes(
+    pg: psycopg.Connection, r: redis.Redis, board: environment.BoardInfo, acked: list[str], *, whole: bool
+) -> dict[str, Any]:
+    """Once the projector has applied everything stored: every acknowledged match is in
+    scores_match (the tables were empty at the start), and the board's `all` sorted set holds
+    Postgres' values (check_mirrored(); every player's, or with `whole` false only those of the
+    players the matches wrote). The figures of each, and "check": "ok" or what failed."""
+    game = environment.game_id(pg)
+    applied = wait_applied(pg)
     found = pg.execute(
         "SELECT count(*) FROM scores_match WHERE game_id = %s AND match_id = ANY(%s)", (game, acked)
     ).fetchone()[0]  # type: ignore[index]
     stored = pg.execute("SELECT count(*) FROM scores_match WHERE game_id = %s", (game,)).fetchone()[0]  # type: ignore[index]
     missing = len(set(acked)) - found
-    return {"ok": missing == 0, "acked": len(set(acked)), "stored": stored, "missing": missing}
+    durable = {"ok": missing == 0, "acked": len(set(acked)), "stored": stored, "missing": missing}
+    m = check_mirrored(pg, r, board, None if whole else (game, acked))
+    figures = {"applied": applied, "durable": durable, "mirrored": m}
+    failed = {
+        "durable": f"MISSING {missing:,} of {durable['acked']:,}",
+        "mirrored": f"MISMATCH pg={m['postgres_players']:,} redis={m['redis_members']:,} "
+        f"differing={m['differing_scores']:,} outbox={m['outbox_rows']:,}",
+        "applied": f"{applied['pending_rows']} rows pending",
+    }
+    if all(f["ok"] for f in figures.values()):
+        return {**figures, "check": "ok"}
+    return {**figures, "check": " / ".join(f"{k}: {'ok' if figures[k]['ok'] else v}" for k, v in failed.items())}
 
 
 def check_mirrored(
@@ -183,16 +201,3 @@ def check_mirrored(
         if state["ok"] or time.monotonic() >= deadline:
             return state
         time.sleep(0.5)
-
-
-def durable_text(d: dict[str, Any]) -> str:
-    return "ok" if d["ok"] else f"MISSING {d['missing']:,} of {d['acked']:,}"
-
-
-def mirrored_text(m: dict[str, Any]) -> str:
-    if m["ok"]:
-        return "ok"
-    return (
-        f"MISMATCH pg={m['postgres_players']:,} redis={m['redis_members']:,} "
-        f"differing={m['differing_scores']:,} outbox={m['outbox_rows']:,}"
-    )

@@ -28,8 +28,6 @@ from leaderboard_client.signing import sign
 if TYPE_CHECKING:
     from bench.environment import ServerKey
 
-__all__ = ["sign"]  # the bench's modules sign through loadgen.sign
-
 
 def signed_headers(key: ServerKey, method: str, path: str, body: bytes = b"") -> list[tuple[str, str]]:
     """A request's X-Key-Id and X-Signature, signed with a server key."""
@@ -166,10 +164,12 @@ class LoadResult:
     def completed(self) -> int:
         return len(self.latencies)
 
-    def record(self, req: Request, latency: float) -> None:
-        self.latencies.append(latency)
-        if req.tag:
-            self.latencies_by_tag.setdefault(req.tag, []).append(latency)
+    def record(self, req: Request, outcome: str, latency: float, measured: bool) -> None:
+        self.statuses[outcome] += 1
+        if measured:
+            self.latencies.append(latency)
+            if req.tag:
+                self.latencies_by_tag.setdefault(req.tag, []).append(latency)
 
 
 class WindowMonitor(Protocol):
@@ -202,7 +202,7 @@ async def _watch_window(
     monitor.stop()
 
 
-async def _send(conn: HttpConnection, req: Request, timeout: float) -> tuple[Response | None, str]:
+async def send(conn: HttpConnection, req: Request, timeout: float) -> tuple[Response | None, str]:
     """One request on `conn`: the response (None on failure) and its outcome for the status counts."""
     try:
         response = await asyncio.wait_for(conn.request(req), timeout)
@@ -252,12 +252,10 @@ async def closed_loop(load: Load, *, concurrency: int, stagger: float = 0.0) -> 
                 req = load.make_request()
                 result.sent += 1
                 t0 = time.perf_counter()  # loop.time() is uvloop's millisecond clock: too coarse here
-                response, outcome = await _send(conn, req, load.timeout)
+                response, outcome = await send(conn, req, load.timeout)
                 t1 = time.perf_counter()
                 measured = measure_start <= loop.time() <= measure_end
-                result.statuses[outcome] += 1
-                if measured:
-                    result.record(req, t1 - t0)
+                result.record(req, outcome, t1 - t0, measured)
                 load.on_response(req, response, measured)
         finally:
             result.connects += conn.connects
@@ -296,13 +294,11 @@ async def open_loop(load: Load, *, rate: float, max_connections: int = 512) -> L
             else:
                 conn = HttpConnection(load.host, load.port)
                 opened.append(conn)
-            response, outcome = await _send(conn, req, load.timeout)
+            response, outcome = await send(conn, req, load.timeout)
             idle.append(conn)  # closed ones reconnect on their next request
         finished = time.perf_counter()
         measured = measure_start <= scheduled < measure_end
-        result.statuses[outcome] += 1
-        if measured:
-            result.record(req, finished - scheduled)
+        result.record(req, outcome, finished - scheduled, measured)
         load.on_response(req, response, measured)
 
     async def schedule() -> None:

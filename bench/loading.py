@@ -66,12 +66,15 @@ def set_up(
     laps = Laps(2)
     timings, step = laps.seconds, laps.mark
 
-    environment.flush_redis(r)
-    _django(env)  # the measured code's scores/ and boards/, imported below
+    env.setup_django()  # the measured code's scores/ and boards/, imported below
+    from rediskit.client import get_redis
+
+    if (db := int(get_redis().connection_pool.connection_kwargs.get("db", 0))) != environment.BENCH_REDIS_DB:
+        raise environment.BenchError(f"Django's Redis is db {db}, expected {environment.BENCH_REDIS_DB}")
     game = environment.game_id(pg)
     board = environment.board_info(pg, board_slug)
     environment.log(f"generating {args.players:,} values")
-    values, tied = generate_values(board, args.players, rng)
+    values = generate_values(board, args.players, rng)
     step("generate")
     environment.log(f"COPYing {args.players:,} players and their `all` values into {environment.BENCH_DB_NAME}")
     load_steps = load_board(pg, game, board, values)
@@ -116,6 +119,7 @@ def set_up(
     release_django_connections()
     counts = Counter(values.encoded)
     tied_pks = [i + 1 for i, e in enumerate(values.encoded) if counts[e] > 1]
+    tied = len(tied_pks)
     environment.log(
         f"ready: {args.players:,} players ({tied:,} in ties), {len(lists):,} with {args.friends} friends, "
         f"{len(tokens):,} tokens; setup {sum(timings.values()):.0f} s"
@@ -159,10 +163,8 @@ def set_up(
     )
 
 
-def generate_values(shape: environment.BoardInfo, n: int, rng: random.Random) -> tuple[Values, int]:
-    """Values for players 1..N and how many players share their encoded score with another.
-
-    A rating-like spread (log-normal, median 50,000, clamped to the board's bounds), so equal
+def generate_values(shape: environment.BoardInfo, n: int, rng: random.Random) -> Values:
+    """Values for players 1..N: a rating-like spread (log-normal, median 50,000, clamped to the board's bounds), so equal
     values are common and the time tie-break matters; each reached at a random second of the
     last HISTORY_DAYS days. Identical (value, second) pairs almost never happen by chance, so
     TIED_SHARE of the players copy another's: two players of one match with the same score."""
@@ -177,9 +179,7 @@ def generate_values(shape: environment.BoardInfo, n: int, rng: random.Random) ->
         j = rng.randrange(n)
         values[i], seconds[i] = values[j], seconds[j]
     encoded = [encoding.encode(shape, v, datetime.fromtimestamp(s, UTC)) for v, s in zip(values, seconds, strict=True)]
-    counts = Counter(encoded)
-    tied = sum(c for c in counts.values() if c > 1)
-    return Values(values, seconds, encoded), tied
+    return Values(values, seconds, encoded)
 
 
 def friend_lists(
@@ -222,7 +222,7 @@ Column = Callable[[int], str]  # row index -> the field in COPY text format
 def _copy(cur: psycopg.Cursor, table: str, columns: dict[str, Column], rows: int) -> None:
     """COPY `rows` rows into `table`, filling the columns it has among `columns`.
 
-    The schema moves with the code measured (bench/code.py): a column we do not know is left
+    The schema moves with the code measured (--code): a column we do not know is left
     to its default, unless it is NOT NULL without one, which is refused by name."""
     cur.execute(
         "SELECT column_name, is_nullable = 'YES' OR column_default IS NOT NULL OR is_identity = 'YES' "
@@ -303,16 +303,6 @@ def deep_cursors(r: redis.Redis, set_key: str, players: int, rng: random.Random)
         pipe.zrevrange(set_key, depth - 1, depth - 1, withscores=True)
     cursors = [cursor_at(int(score), f"p{int(member)}") for [(member, score)] in pipe.execute()]
     return cursors, deepest
-
-
-def _django(env: environment.BenchEnv) -> None:
-    """Configure Django in this process for the bench database and Redis db 2 (the bench environment)."""
-    env.setup_django()
-    from rediskit.client import get_redis
-
-    service_db = int(get_redis().connection_pool.connection_kwargs.get("db", 0))
-    if service_db != environment.BENCH_REDIS_DB:
-        raise environment.BenchError(f"Django's Redis is db {service_db}, expected {environment.BENCH_REDIS_DB}")
 
 
 def release_django_connections() -> None:

@@ -7,6 +7,7 @@ Postgres or Redis shows up under the call that waits. Profiles are written in py
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -21,13 +22,10 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
 
 def py_spy_binary() -> str:
-    found = VENV_BIN / "py-spy"
-    if found.exists():
-        return str(found)
-    on_path = shutil.which("py-spy")
-    if on_path:
-        return on_path
-    raise BenchError("--profile needs py-spy: .venv/bin/pip install py-spy (not in requirements.txt)")
+    found = shutil.which("py-spy", path=os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]))
+    if found is None:
+        raise BenchError("--profile needs py-spy: .venv/bin/pip install py-spy (not in requirements.txt)")
+    return found
 
 
 def start_recording(pid: int, seconds: float, output: Path, mode: str) -> subprocess.Popen[bytes]:

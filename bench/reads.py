@@ -10,8 +10,6 @@ import os
 import random
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +21,7 @@ import redis
 
 from bench import environment, loadgen
 from bench.loading import TOP_LIMIT, Fixture
-from bench.server import ServerProcess
+from bench.server import ServerProcess, http_request
 
 OVERLAY_DIR = environment.BENCH_DIR / "django_overlay"  # bench_settings.py, bench_urls.py
 BARE_PATH = "/bench/bare"
@@ -114,12 +112,9 @@ async def _warm(port: int, scenario: Scenario, concurrency: int) -> Counter[str]
         conn = loadgen.HttpConnection("127.0.0.1", port)
         try:
             while pending:
-                req = scenario.build(pending.pop())  # built when sent: signatures carry the time
-                try:
-                    statuses[str((await conn.request(req)).status)] += 1
-                except (OSError, asyncio.IncompleteReadError, loadgen.HttpError) as exc:
-                    statuses[exc.__class__.__name__] += 1
-                    await conn.close()
+                # built when sent: signatures carry the time
+                _, outcome = await loadgen.send(conn, scenario.build(pending.pop()), timeout=120)
+                statuses[outcome] += 1
         finally:
             await conn.close()
 
@@ -141,14 +136,11 @@ def warm_caches(port: int, scenario: Scenario, concurrency: int) -> dict[str, An
 # --------------------------------------------------------------------------- correctness
 
 
-def _http_get_signed(server: ServerProcess, key: environment.ServerKey, path: str) -> dict[str, Any]:
-    request = urllib.request.Request(server.base_url + path, headers=dict(loadgen.signed_headers(key, "GET", path)))
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            body: dict[str, Any] = json.loads(response.read())
-            return body
-    except urllib.error.HTTPError as exc:
-        raise environment.BenchError(f"GET {path}: HTTP {exc.code} {exc.read()[:300]!r}") from None
+def _get_signed(server: ServerProcess, key: environment.ServerKey, path: str) -> dict[str, Any]:
+    status, body = http_request(server.port, "GET", path, headers=loadgen.signed_headers(key, "GET", path))
+    if status != 200:
+        raise environment.BenchError(f"GET {path}: HTTP {status} {body[:300]!r}")
+    return json.loads(body)
 
 
 def check_server(
@@ -180,7 +172,7 @@ def check_server(
             """,
             (board.id, pk),
         ).fetchone()  # type: ignore[misc]
-        got = _http_get_signed(server, key, f"{base}/players/p{pk}?around=0")
+        got = _get_signed(server, key, f"{base}/players/p{pk}?around=0")
         want = {"rank": int(rank), "score": int(value), "total": total}
         seen = {k: got.get(k) for k in want}
         if seen != want or got.get("degraded"):
@@ -207,7 +199,7 @@ def check_server(
         for owner, external_id, rank in rows:
             friend_ranks.setdefault(int(owner), {})[external_id] = int(rank)
     for owner, want_ranks in friend_ranks.items():
-        got = _http_get_signed(server, key, f"{base}/players/p{owner}/friends")
+        got = _get_signed(server, key, f"{base}/players/p{owner}/friends")
         seen_ranks = {e["player"]: e["board_rank"] for e in got["entries"]}
         positions = [e["rank"] for e in got["entries"]]
         if seen_ranks != want_ranks or positions != list(range(1, len(positions) + 1)):

@@ -1,20 +1,66 @@
-"""Output shared by the benchmarks: percentiles, markdown tables, JSON result files."""
+"""Output shared by the benchmarks: what a result was measured on (machine, versions, command
+line; the code: bench/environment.py), percentiles, markdown tables, JSON result files."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
+import platform
+import shlex
+import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.code import CodeTree
-from bench.environment import BENCH_DIR
+import psycopg
+import redis
+
+from bench.environment import BENCH_DIR, CodeTree
 
 RESULTS_DIR = BENCH_DIR / "results"
+
+
+def _proc_field(path: str, name: str) -> str | None:
+    """The value of `name:` in a /proc file like /proc/cpuinfo (None where there is none)."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(name):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def command_line() -> str:
+    """The command exactly as started (interpreter and flags included)."""
+    return shlex.join(getattr(sys, "orig_argv", sys.argv))
+
+
+def machine_info(pg: psycopg.Connection, r: redis.Redis) -> dict[str, Any]:
+    redis_info = r.info("server")
+    ram = _proc_field("/proc/meminfo", "MemTotal")  # "16314784 kB"
+    return {
+        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu_model": _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "unknown",
+        "ram_bytes": int(ram.split()[0]) * 1024 if ram else None,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "postgres": pg.execute("SHOW server_version").fetchone()[0],  # type: ignore[index]
+        "redis": redis_info.get("redis_version"),
+    }
+
+
+def machine_line(info: dict[str, Any]) -> str:
+    ram = info["ram_bytes"]
+    ram_text = f"{ram / 2**30:.1f} GiB" if ram else "? GiB"
+    return (
+        f"{info['nproc']} CPU ({info['cpu_model']}), {ram_text} RAM, Python {info['python']}, "
+        f"PostgreSQL {info['postgres']}, Redis {info['redis']}"
+    )
 
 
 def utc_stamp(moment: datetime | None = None) -> str:
@@ -95,8 +141,6 @@ def report_results(
     """A focused benchmark's end: its tables printed under the machine and the command line,
     and bench/results/<kind>-<stamp>.json written with what every result file starts with (the
     benchmark, when, the command, the machine, the code measured, its flags) and `extra`."""
-    from bench.machine import command_line, machine_line
-
     print(f"\n{machine_line(machine)}\n{command_line()}\n\n{text}\n", flush=True)
     payload = {"benchmark": kind, "started_at": started.isoformat(), "command": command_line(), "machine": machine,
                "code": code.info, "config": dict(vars(args)), **extra}  # fmt: skip

@@ -2,8 +2,9 @@
 
 `web` is what `make run` starts: scripts/web.py, the one place defining the web tier (nginx on
 the port, HTTP to granian's WSGI workers, /ws/ to uvicorn; uvicorn alone where nginx is
-missing); `uvicorn` is its /ws/ process alone (bench/websockets.py). Each runs in its own
-process group, so stopping it also stops the processes it started."""
+missing); `uvicorn` is its uvicorn topology, one process serving both (bench/websockets.py
+measures what one such process holds: its CPU and memory, unmixed with nginx and granian).
+Each runs in its own process group, so stopping it also stops the processes it started."""
 
 from __future__ import annotations
 
@@ -15,46 +16,39 @@ import signal
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from bench import cpu
+from bench import monitor
 from bench.environment import VENV_BIN, BenchEnv, BenchError
-from scripts import services
+from scripts import services, web
+from scripts.run import venv_cmd
 
 STOP_GRACE_SECONDS = 10.0
 
 
-def _uvicorn(port: int, workers: int) -> list[str]:
-    """The one uvicorn process that serves /ws/ behind nginx in `web`, alone: bench/websockets.py
-    measures what one such process holds (its CPU and memory, unmixed with nginx and granian)."""
-    return [
-        str(VENV_BIN / "uvicorn"),
-        "leaderboard_project.asgi:application",
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--workers", str(workers),
-        "--no-access-log",
-        "--log-level", "warning",
-        # as scripts/web.py's ws_deflate_args: off unless WS_DEFLATE=1 (to measure it on)
-        "--ws-per-message-deflate", "false" if os.environ.get("WS_DEFLATE", "0") in ("", "0", "false") else "true",
-    ]  # fmt: skip
-
-
-def _web(port: int, workers: int) -> list[str]:
-    """scripts/web.py of the measured tree (the ServerProcess runs in code_dir)."""
+def server_command(name: str, port: int, workers: int) -> list[str]:
+    """scripts/web.py of the measured tree (the server runs in its code_dir), or its uvicorn alone."""
+    if name == "uvicorn":
+        [(_, argv)] = web.commands("uvicorn", port, workers, run_dir=Path(), nginx=None)
+        return argv
     return [str(VENV_BIN / "python"), "-u", "scripts/web.py", "--port", str(port), "--workers", str(workers)]
 
 
-SERVERS: dict[str, Callable[[int, int], list[str]]] = {"web": _web, "uvicorn": _uvicorn}
-
-
-def free_port() -> int:
-    """Outside the kernel's ephemeral range: polling a server not yet listening on a port inside
-    it can connect the poller to itself (scripts/services.py, LOCAL_PG_PORT)."""
-    return services.spare_port()
+def http_request(
+    port: int, method: str, path: str, body: bytes = b"", headers: Sequence[tuple[str, str]] = (), timeout: float = 35
+) -> tuple[int, bytes]:
+    """One request to 127.0.0.1:`port` on a connection of its own: (status, body), or (0, b"")
+    when nothing answered, or nothing HTTP."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body or None, headers={"Content-Type": "application/json", **dict(headers)})
+        response = conn.getresponse()
+        return response.status, response.read()
+    except (OSError, http.client.HTTPException):
+        return 0, b""
+    finally:
+        conn.close()
 
 
 class ProcessGroup:
@@ -122,18 +116,16 @@ class ServerProcess:
         self.env = env
         self.extra_env = dict(extra_env or {})  # on top of env.process_env(): settings module, throttles...
         self.ready_timeout = ready_timeout
-        self.port = port or free_port()
-        self.command = SERVERS[name](self.port, workers)
+        # outside the kernel's ephemeral range: polling a server not yet listening on a port inside
+        # it can connect the poller to itself (scripts/services.py, LOCAL_PG_PORT)
+        self.port = port or services.spare_port()
+        self.command = server_command(name, self.port, workers)
         self.group: ProcessGroup | None = None
 
     @property
     def pid(self) -> int:
         assert self.group is not None
         return self.group.pid
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> ServerProcess:
         self.start()
@@ -162,15 +154,11 @@ class ServerProcess:
                 raise BenchError(
                     f"{self.name} exited with {self.group.proc.returncode} before /healthz:\n{self.log_tail()}"
                 )
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        return
-                    last = f"HTTP {response.status}"
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}: {exc.read()[:200]!r}"
-            except (OSError, http.client.HTTPException) as exc:  # not listening yet, or not HTTP yet
-                last = repr(exc)
+            status, body = http_request(self.port, "GET", "/healthz", timeout=2)
+            if status == 200:
+                return
+            if status:
+                last = f"HTTP {status}: {body[:200]!r}"
             time.sleep(0.2)
         raise BenchError(f"{self.name} did not answer /healthz 200 within {self.ready_timeout:.0f} s ({last})")
 
@@ -197,18 +185,17 @@ def background_commands(
 
     commands: dict[str, list[str]] = {}
     if append:
-        commands["append"] = [str(VENV_BIN / "python"), "manage.py", "append_service"]
+        commands["append"] = venv_cmd("python", "manage.py append_service")
     share = -(-LANES // projectors)
     for i in range(projectors):
         first, last = i * share, min(LANES, (i + 1) * share) - 1
-        commands[f"projector{i if projectors > 1 else ''}"] = [
-            str(VENV_BIN / "python"), "manage.py", "projector", "--lanes", f"{first}-{last}",
-        ]  # fmt: skip
+        commands[f"projector{i if projectors > 1 else ''}"] = venv_cmd(
+            "python", f"manage.py projector --lanes {first}-{last}"
+        )
     if celery:
-        commands["worker"] = [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "worker", "--loglevel", "WARNING",
-                              "--concurrency", "2"]  # fmt: skip
-        commands["beat"] = [str(VENV_BIN / "celery"), "-A", "leaderboard_project", "beat", "--loglevel", "WARNING",
-                            "--schedule", str(schedule_dir / "celerybeat-schedule")]  # fmt: skip
+        commands["worker"] = venv_cmd("celery", "-A leaderboard_project worker --loglevel WARNING --concurrency 2")
+        schedule = str(schedule_dir / "celerybeat-schedule")
+        commands["beat"] = venv_cmd("celery", "-A leaderboard_project beat --loglevel WARNING --schedule", schedule)
     return commands
 
 
@@ -224,14 +211,14 @@ def background(
     commands = background_commands(schedule_dir, celery=celery, projectors=projectors, append=append)
     process_env = env.process_env(**extra_env)
     started = [ProcessGroup(name, cmd, process_env, env.code_dir) for name, cmd in commands.items()]
-    for group in started:  # their CPU is metered apart (bench/cpu.py); the append service is the web tier's
-        cpu.BACKGROUND[group.proc.pid] = (
+    for group in started:  # their CPU is metered apart (bench/monitor.py); the append service is the web tier's
+        monitor.BACKGROUND[group.proc.pid] = (
             "projector" if group.name.startswith("projector") else "server" if group.name == "append" else "celery"
         )
     try:
         yield [" ".join(cmd[1:]) for cmd in commands.values()]
     finally:
         for group in started:
-            cpu.BACKGROUND.pop(group.proc.pid, None)
+            monitor.BACKGROUND.pop(group.proc.pid, None)
             group.stop()
         shutil.rmtree(schedule_dir, ignore_errors=True)

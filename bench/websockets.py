@@ -50,12 +50,11 @@ from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from typing import Any
 
-from bench import cpu, environment
-from bench.code import CodeTree, add_code_arg, run_benchmark
+from bench import environment, monitor
+from bench.environment import CodeTree, add_code_arg, run_benchmark
 from bench.ingest import match
 from bench.loadgen import HttpConnection, Request, signed_headers
-from bench.machine import machine_info
-from bench.report import markdown_table, ms, percentile, report_results
+from bench.report import machine_info, markdown_table, ms, percentile, report_results
 from bench.server import ServerProcess, background
 
 GAME = environment.GAME_SLUG
@@ -216,7 +215,6 @@ class Submitter:
         self.conn = HttpConnection("127.0.0.1", port)
         self.key = key
         self.count = 0
-        self.overloaded = 0  # 503s retried
         self.statuses: Counter[str] = Counter()
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -230,7 +228,6 @@ class Submitter:
             reply = json.loads(response.body or b"{}")
             if response.status != 503 or time.monotonic() > deadline:
                 return response.status, reply
-            self.overloaded += 1
             await asyncio.sleep(0.1)
 
     async def result(self, player: str, score: int) -> float:
@@ -338,12 +335,12 @@ async def _step(
         quiet = await _submit(sub, players, next_score, args.quiet, args.quiet_gap, rng)
         quiet_seen = await clients.collect()
         environment.log(f"{n} clients: busy phase ({args.busy_rate}/s for {args.seconds} s)")
-        cpu0, wall0 = cpu.process_seconds(server.pid), time.monotonic()
+        cpu0, wall0 = monitor.process_seconds(server.pid), time.monotonic()
         busy = await _submit(sub, players, next_score, int(args.busy_rate * args.seconds), 1 / args.busy_rate, rng)
         busy_seen = await clients.collect()
         wall = time.monotonic() - wall0
-        server_cpu = (cpu.process_seconds(server.pid) - cpu0) / wall
-        rss = cpu.rss_bytes(server.pid) / 2**20
+        server_cpu = (monitor.process_seconds(server.pid) - cpu0) / wall
+        rss = monitor.rss_bytes(server.pid) / 2**20
         await clients.close()
     environment.log(f"submission statuses so far: {dict(sub.statuses)}")
     return {
@@ -385,8 +382,6 @@ def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> 
     started = datetime.now(UTC)
     environment.log("preparing the bench database (migrate, apply bench/game.toml)")
     environment.prepare_database(env)
-    with environment.redis_client(env) as r:
-        environment.flush_redis(r)
     key = environment.create_server_key(env)
     players = max(1000, int(max(args.clients) * args.token_share))
     extra = {"LIVE_INTERVAL_SECONDS": str(args.interval)}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from bench.server import free_port
 from leaderboard_project.database import (
     UNREACHABLE_WAIT,
     _pool_budget,
@@ -14,6 +13,7 @@ from leaderboard_project.database import (
     database_from_url,
     pool_unreachable,
 )
+from scripts.services import spare_port
 from tests.polling import until
 
 
@@ -54,9 +54,8 @@ def test_the_services_connections_run_without_jit_and_keep_server_options_from_t
 
 
 def test_a_request_waits_for_an_unreachable_database_once_not_on_every_query() -> None:
-    pool = ConnectionPool(
-        f"host=127.0.0.1 port={free_port()} dbname=x connect_timeout=2", min_size=0, max_size=1, timeout=0.2, open=False
-    )
+    unreachable = f"host=127.0.0.1 port={spare_port()} dbname=x connect_timeout=2"
+    pool = ConnectionPool(unreachable, min_size=0, max_size=1, timeout=0.2, open=False)
     pool.open()
     token = _pool_budget.set([0.2])
     try:
@@ -75,7 +74,7 @@ def test_a_pool_that_cannot_reach_postgres_makes_requests_wait_briefly_until_it_
     connection once Postgres answers ends that."""
     from tests.factories import migrated_test_database_url
 
-    target = {"conninfo": f"host=127.0.0.1 port={free_port()} dbname=x connect_timeout=2"}
+    target = {"conninfo": f"host=127.0.0.1 port={spare_port()} dbname=x connect_timeout=2"}
     pool = ConnectionPool(lambda: target["conninfo"], min_size=1, max_size=1, timeout=0.5, open=False)
     pool.open()
     token = _pool_budget.set([0.5])

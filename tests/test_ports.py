@@ -6,7 +6,6 @@ own source and connect to itself."""
 from __future__ import annotations
 
 from bench import faults
-from bench.server import free_port
 from scripts import cluster, ha, services
 
 
@@ -23,7 +22,7 @@ def test_every_port_a_project_server_listens_on_is_outside_the_ephemeral_range()
         "faults web": faults.WEB_PORT,
         "faults web, HA": faults.HA_WEB_PORT,
         "faults HA monitor": ha.FIRST_PORT + 200,
-        **{f"spare {i}": free_port() for i in range(20)},
+        **{f"spare {i}": services.spare_port() for i in range(20)},
     }
     inside = {name: port for name, port in chosen.items() if port in ephemeral}
     assert inside == {}, f"in {ephemeral.start}-{ephemeral.stop - 1}: {inside}"

@@ -23,7 +23,7 @@ import pytest
 from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.server import free_port
+from scripts.services import spare_port
 from tests.factories import migrated_test_database_url
 from tests.polling import until
 
@@ -84,7 +84,7 @@ def _group_alive(pid: int) -> bool:
 @pytest.fixture
 def run(transactional_db, tmp_path: Path) -> Iterator[Run]:
     tmp = tmp_path
-    port = free_port()
+    port = spare_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",

@@ -20,9 +20,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from bench.server import free_port
 from boards import live
 from scripts import web
+from scripts.services import spare_port
 from tests.factories import migrated_test_database_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
 @contextlib.contextmanager
 def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterator[int]:
     """scripts/web.py on a free port until /healthz answers 200; stopped (its whole group) after."""
-    port = free_port()
+    port = spare_port()
     env = {
         **os.environ,
         "DATABASE_URL": migrated_test_database_url(),  # the test database, migrated, not the developer's

@@ -14,8 +14,8 @@ def test_no_acknowledged_result_is_lost_when_redis_hangs_postgres_stops_or_the_p
     stack = faults.stack_up()
     try:
         outcomes = [
-            faults.run_fault(stack, fault(), seconds=6.0, rate=8.0)
-            for fault in (faults.RedisHung, faults.PostgresStopped, faults.ProjectorKilled)
+            faults.run_fault(stack, faults.FAULTS[name], seconds=6.0, rate=8.0)
+            for name in ("redis-hung", "postgres-stopped", "projector-killed")
         ]
     finally:
         stack.stop()
@@ -36,7 +36,7 @@ def test_redis_killed_under_make_run_heals_with_every_process_up_and_nothing_los
     end (restarted by the supervisor, or never down)."""
     stack = faults.stack_up(supervised=True)
     try:
-        outcome = faults.run_fault(stack, faults.RedisKilledUnderRun(), seconds=20.0, rate=8.0)
+        outcome = faults.run_fault(stack, faults.FAULTS["run-redis-killed"], seconds=20.0, rate=8.0)
     finally:
         stack.stop()
     faults.print_table([outcome])
@@ -55,7 +55,7 @@ def test_the_primary_killed_under_load_fails_over_to_its_synchronous_standby_wit
     try:
         health = json.loads(faults._request(stack, "GET", "/healthz")[1])
         assert health["synchronous_standby"] == "ok", health  # a 2xx is on two machines
-        outcome = faults.run_fault(stack, faults.PrimaryKilled(), seconds=16.0, rate=8.0)
+        outcome = faults.run_fault(stack, faults.FAULTS["primary-killed"], seconds=16.0, rate=8.0)
     finally:
         stack.stop()
     faults.print_table([outcome])

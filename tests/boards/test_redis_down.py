@@ -12,12 +12,11 @@ import pytest
 from django.test import override_settings
 from redis import Redis
 
-from bench.server import free_port
 from boards import services
 from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Board, BoardOutbox, PlayerValue
-from scripts.services import redis_server_binary
+from scripts.services import redis_server_binary, spare_port
 from tests.conftest import SignedClient
 
 URL = "/api/v1/games/chess/matches"
@@ -29,7 +28,7 @@ class ThrowawayRedis:
         if binary is None:
             pytest.fail("redis-server is not installed (apt-get install redis-server)")
         self.binary, self.dir = binary, workdir
-        self.port = free_port()
+        self.port = spare_port()
         self.proc: subprocess.Popen | None = None
 
     @property

@@ -66,13 +66,14 @@ def test_an_old_signature_is_refused(key) -> None:
 
 @pytest.mark.inline_projection("about who signs, not what the boards show")
 def test_the_suites_game_server_signs_with_the_client(server: SignedClient) -> None:
-    # tests/conftest.py's SignedClient, the bench's load generator and the fault suite all sign
-    # with leaderboard_client.sign
+    # tests/conftest.py's SignedClient and the bench's load generator (every benchmark signs through
+    # bench.loadgen.signed_headers, the fault suite too) sign with leaderboard_client.sign
     import bench.faults
     import bench.loadgen
     import tests.conftest
 
-    assert bench.loadgen.sign is sign and bench.faults.sign is sign and tests.conftest.sign is sign
+    assert bench.loadgen.sign is sign and bench.faults.signed_headers is bench.loadgen.signed_headers
+    assert tests.conftest.sign is sign
     r = server.post(
         "/api/v1/games/chess/matches",
         {

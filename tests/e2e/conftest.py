@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from bench.server import free_port
+from scripts.services import spare_port
 from tests.factories import migrated_test_database_url
 
 CHROMIUM = "/usr/bin/chromium"
@@ -34,7 +34,7 @@ class WebServer:
     Stopping it (SIGTERM) stops the servers it started."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.port = free_port()
+        self.port = spare_port()
         self.env = env
         self.log = Path(tempfile.gettempdir()) / f"leaderboard-e2e-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None

@@ -15,10 +15,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bench.server import free_port
 from scores.models import Game, Player
 from scores.selectors import config_cache_clear
 from scores.services import player_token_issue
+from scripts.services import spare_port
 from tests.conftest import SignedClient
 from tests.e2e.test_browser import _result, _submit, _wait, _wait_live
 
@@ -60,7 +60,7 @@ class _Page(BaseHTTPRequestHandler):
 
 
 def _serve(host: str) -> Iterator[str]:
-    httpd = ThreadingHTTPServer((host, free_port()), _Page)
+    httpd = ThreadingHTTPServer((host, spare_port()), _Page)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
