@@ -1,6 +1,6 @@
-"""docs/api.md against the service itself: its endpoint index (§16) lists exactly the
-operations of the OpenAPI schema, and its error table (§14) exactly the codes the code can
-answer, so the reference cannot drift from what a client meets."""
+"""docs/api.md against the service itself: its endpoint index (docs/api.md §16) lists exactly
+the operations of the OpenAPI schema, and its error table (docs/api.md §14) exactly the codes
+the code can answer, so the reference cannot drift from what a client meets."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """References in the repository resolve inside it: the API is cited as docs/api.md's numbered
-sections, never as an outside "contract", and nothing cites a tracker number ("issue 7"),
-which a reader of the repository cannot look up. Scope: every tracked text file (app code,
-tests, docs, README, templates, scripts, bench, clients), not recorded results."""
+sections, never as an outside "contract" nor as a bare number ("(13.6)", "§4" with no file
+named), and nothing cites a tracker number ("issue 7"), which a reader of the repository
+cannot look up. Scope: every tracked text file (app code, tests, docs, README, templates,
+scripts, bench, clients), not recorded results."""
 
 from __future__ import annotations
 
@@ -17,6 +18,18 @@ TRACKER_NUMBER = re.compile(r"\bissues?[ _#-]*[0-9]+", re.IGNORECASE)
 CONTRACT = re.compile(r"\bcontract", re.IGNORECASE)
 # "section 6" alone: of which document? (a citation names its file: docs/api.md §6)
 BARE_SECTION = re.compile(r"^(?!.*\.md\b).*\bsections? [0-9]+", re.IGNORECASE)
+# "leagues (13.6)": a section number with no document at all, whatever else the line names
+# (a real citation is "docs/api.md §12.2"). Two small positive parts in parentheses, not
+# after a name: a call's argument (sleep(0.1)), a default (5.0), a share (0.75) or a version
+# ("Python (3.11)") is no match.
+BARE_NUMBER = re.compile(
+    r"(?<![\w.])(?<!python )(?<!version )(?<!node )\(\s*[1-9][0-9]?\.[1-9][0-9]?\s*\)", re.IGNORECASE
+)
+# "§13.6" on a line that names no docs file: of which document? docs/api.md's own lines are
+# exempt (they cite the file they are in); a citation wrapped after its file ("docs/api.md\n§4")
+# names it on the line before.
+SECTION_SIGN = re.compile(r"§\s*[0-9]")
+NAMES_A_DOC = re.compile(r"\.md\b")
 # docs/api.md §4, §4.5, and lists like "docs/api.md §3.2, §4" (each § is checked)
 API_CITATION = re.compile(r"docs/api\.md((?:[ ,]+(?:and )?§[0-9]+(?:\.[0-9]+)?)+)")
 SECTION = re.compile(r"§([0-9]+(?:\.[0-9]+)?)")
@@ -53,6 +66,41 @@ def test_no_citation_of_a_contract_outside_the_repository() -> None:
 
 def test_no_section_cited_without_its_document() -> None:
     assert lines_matching(BARE_SECTION) == []
+
+
+def test_no_section_number_cited_without_its_document() -> None:
+    assert lines_matching(BARE_NUMBER) == []
+
+
+def test_no_section_sign_on_a_line_that_names_no_document() -> None:
+    found = []
+    for path in tracked_text_files():
+        if path in (Path(__file__), ROOT / "docs" / "api.md"):
+            continue
+        before = ""
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            wrapped = before.rstrip().endswith(".md")
+            if SECTION_SIGN.search(line) and not NAMES_A_DOC.search(line) and not wrapped:
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+            before = line
+    assert found == []
+
+
+def test_the_bare_citation_patterns_catch_what_they_mean_to() -> None:
+    assert BARE_NUMBER.search("leagues (13.6): placement")
+    assert BARE_NUMBER.search("settlement ( 13.7 )")
+    not_citations = (
+        "time.sleep(0.1)",
+        "`history_factor` (5.0)",
+        "(0.75)",
+        "_pace(2.5)",
+        "Python (3.11)",
+        "(docs/api.md §12.2)",
+    )
+    for fine in not_citations:
+        assert not BARE_NUMBER.search(fine), fine
+    assert SECTION_SIGN.search("restores §9's letter") and SECTION_SIGN.search("§ 13.6")
+    assert NAMES_A_DOC.search("docs/api.md §9") and not NAMES_A_DOC.search("version 1.2.md5")
 
 
 def test_every_citation_of_docs_api_md_names_a_section_it_has() -> None:
