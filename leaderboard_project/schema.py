@@ -6,12 +6,14 @@ so that the schema allows no request the service refuses for its form (docs/api.
 - item counts of a nested list (`SomeSerializer(many=True, min_length=1, max_length=100)`),
   which drf-spectacular drops (it states them for a ListField only);
 - what DRF's CharField does to text sent to it: it refuses NUL, and trims whitespace before
-  checking that the text is not blank;
+  checking that the text is not blank (a field that may be blank says so in one schema, not a
+  `oneOf` whose two branches both take "");
 - that an optional query parameter sent empty (`?window=`) means the same as one not sent:
   DRF reads a query as a form does (`allowEmptyValue`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
@@ -36,6 +38,20 @@ NOT_BLANK_TEXT = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*$"
 ANY_TEXT = r"^[^\x00]*$"
 
 
+# the second branch drf-spectacular adds to a blank-allowing string with a pattern or a format
+_BLANK_BRANCH = {"type": "string", "maxLength": 0}
+
+
+def _takes_blank(form: dict[str, Any]) -> bool:
+    """Whether a string schema of these keywords takes "" by itself (False when unsure)."""
+    if set(form) - {"type", "pattern", "maxLength", "minLength"} or form.get("minLength", 0) > 0:
+        return False  # a format, an enum...
+    try:
+        return re.search(form.get("pattern", ""), "") is not None
+    except re.error:
+        return False  # an ECMA pattern Python cannot read
+
+
 class AutoSchema(SpectacularAutoSchema):
     def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         operation = super().get_operation(*args, **kwargs)
@@ -51,6 +67,23 @@ class AutoSchema(SpectacularAutoSchema):
             if form is not None and parameter["schema"].get("type") == "string":
                 parameter["schema"] = {**parameter["schema"], **form}
         return parameters
+
+    def _insert_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
+        super()._insert_field_validators(field, schema)
+        # A blank-allowing field with a pattern or a format comes back as oneOf [its form,
+        # maxLength 0]. oneOf means exactly one branch: where the form takes "" too (ANY_TEXT),
+        # "" matches both and a validator refuses the "" the service accepts. Such a form says it
+        # alone; any other gets minLength 1, which takes nothing from what the two allow together
+        # (the second branch has ""), so no value matches both, even where a format goes unchecked.
+        branches = schema.get("oneOf")
+        if not (isinstance(branches, list) and len(branches) == 2 and branches[1] == _BLANK_BRANCH):
+            return
+        form = branches[0]
+        if _takes_blank(form):
+            del schema["oneOf"]
+            schema.update(form)
+        elif form.get("minLength", 0) < 1:
+            form["minLength"] = 1
 
     def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> Any:
         schema = super()._map_serializer_field(field, direction, bypass_extensions)

@@ -20,10 +20,16 @@ import re
 from urllib.parse import quote, unquote, urlencode
 
 import schemathesis
+from django.urls import path
 from django.utils.encoding import escape_uri_path
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.utils import extend_schema
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
+from jsonschema import Draft4Validator
 from leaderboard_client.signing import sign
+from rest_framework import serializers
+from rest_framework.views import APIView
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 from schemathesis.config import GenerationConfig
 from schemathesis.core import NotSet
@@ -31,8 +37,9 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 from werkzeug.test import Client as WsgiClient
 
-from leaderboard_project.schema import PATH_PARAMETERS
+from leaderboard_project.schema import ANY_TEXT, PATH_PARAMETERS
 from leaderboard_project.wsgi import application
+from scores.api.common import TextField
 from tests.boards.conftest import submit
 from tests.conftest import SignedClient
 
@@ -234,3 +241,65 @@ def test_negative_fuzzing_finds_no_5xx(server: SignedClient, game) -> None:
         except Unsatisfiable:
             continue  # nothing to get wrong (GET /api/v1/games takes no parameters)
     assert problems == [], "\n".join(problems)
+
+
+# oneOf means exactly one branch: a value two branches take is refused by a JSON Schema
+# validator, whatever the service does with it
+
+
+def _resolved(schema: dict, document: dict) -> dict:
+    return {**schema, "components": document["components"]}
+
+
+def _one_ofs(node, where: str = "#"):
+    if isinstance(node, dict):
+        if isinstance(node.get("oneOf"), list):
+            yield where, node["oneOf"]
+        for key, value in node.items():
+            yield from _one_ofs(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _one_ofs(value, f"{where}/{i}")
+
+
+def _blank_overlaps(document: dict) -> list[str]:
+    """Each oneOf of the document with more than one branch taking the string ""."""
+    return [
+        where
+        for where, branches in _one_ofs(document)
+        if sum(Draft4Validator(_resolved(branch, document)).is_valid("") for branch in branches) > 1
+    ]
+
+
+def _schema_of(serializer_class: type[serializers.Serializer]) -> dict:
+    class Endpoint(APIView):
+        @extend_schema(request=serializer_class, responses={204: None})
+        def post(self, request):  # pragma: no cover - described, never called
+            raise NotImplementedError
+
+    return SchemaGenerator(patterns=[path("endpoint", Endpoint.as_view())]).get_schema(request=None, public=True)
+
+
+def test_no_one_of_in_the_schema_has_two_branches_taking_a_blank_string() -> None:
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    assert _blank_overlaps(document) == []
+    approve = {"$ref": "#/components/schemas/ApproveIn"}
+    for body in ({"reason": ""}, {"reason": "  "}, {"reason": "checked: legit"}, {}):
+        assert Draft4Validator(_resolved(approve, document)).is_valid(body), body
+    for body in ({"reason": "a\x00"}, {"reason": "a" * 2001}, {"reason": None}):
+        assert not Draft4Validator(_resolved(approve, document)).is_valid(body), body
+
+
+def test_a_blank_allowed_beside_a_format_stays_a_branch_of_its_own() -> None:
+    class Blank(serializers.Serializer):
+        text = TextField(allow_blank=True, max_length=10)  # ANY_TEXT takes "": one schema
+        email = serializers.EmailField(allow_blank=True)  # a format does not: "" is the other branch
+
+    document = _schema_of(Blank)
+    fields = document["components"]["schemas"]["Blank"]["properties"]
+    assert "oneOf" not in fields["text"] and fields["text"]["pattern"] == ANY_TEXT
+    # exclusive by their lengths, also for a validator that checks no format
+    assert [(b.get("minLength"), b.get("maxLength")) for b in fields["email"]["oneOf"]] == [(1, None), (None, 0)]
+    assert _blank_overlaps(document) == []
+    blank = Draft4Validator(_resolved({"$ref": "#/components/schemas/Blank"}, document))
+    assert blank.is_valid({"text": "", "email": ""}) and blank.is_valid({"text": "a", "email": "a@example.com"})
