@@ -41,7 +41,9 @@ class StandingsQuerySerializer(serializers.Serializer):
     version = QueryIntegerField(min_value=1, required=False)
 
 
-class StandingSerializer(serializers.Serializer):
+# One row of frozen standings. Its schema component is `FrozenEntry`, the name both clients
+# give it: their `Standing` is a player's rank read (the schema's `PlayerOut`).
+class FrozenEntrySerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="as the board displays ranks: equal values may share one")
     position = serializers.IntegerField(help_text="1-based place in the frozen order, unique")
     player = serializers.CharField(source="player.external_id")
@@ -61,7 +63,7 @@ class StandingsOutSerializer(BoardWindowOutSerializer):
     version = serializers.IntegerField()
     frozen_at = serializers.DateTimeField()
     total = serializers.IntegerField()
-    entries = StandingSerializer(many=True)
+    entries = FrozenEntrySerializer(many=True)
 
 
 class StandingsApi(APIView):
