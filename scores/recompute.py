@@ -34,6 +34,15 @@ from scores.windows import bounds, claim_seasons, result_windows
 Ref = tuple[int, str, int]  # board_id, window, player_id
 
 
+class _StoredMatch(NamedTuple):
+    """A match read back row by row: each row adds a result and its player's pk."""
+
+    match_id: str
+    ended_at: datetime
+    results: list[ResultIn]
+    player_pks: dict[str, int]  # external id -> pk
+
+
 def stored_matches_load(config: GameConfig, *, match_pks: Sequence[int]) -> list[tuple[int, MatchIn, dict[str, int]]]:
     """Stored matches as ingest saw them: (pk, match, {player external id: pk}); each result's
     region is the one its player held for the season (fixed per season, so the same)."""
@@ -50,16 +59,16 @@ def stored_matches_load(config: GameConfig, *, match_pks: Sequence[int]) -> list
             [list(match_pks)],
         )
         rows = cur.fetchall()
-    grouped: dict[int, tuple[str, datetime, list[ResultIn], dict[str, int]]] = {}
+    grouped: dict[int, _StoredMatch] = {}
     for pk, match_id, ended_at, player_pk, player, board, score, metadata, subpart in rows:
-        entry = grouped.setdefault(pk, (match_id, ended_at, [], {}))
+        entry = grouped.setdefault(pk, _StoredMatch(match_id, ended_at, [], {}))
         shape = config.boards[board]
         subs = encoding.decode_subpart(shape, subpart) if shape.subscores else None
-        entry[2].append(
+        entry.results.append(
             ResultIn(player, board, score, metadata=json.loads(metadata) if metadata else None, subscores=subs)
         )
-        entry[3][player] = player_pk
-    regions = _regions(config, {pk for _, _, _, ids in grouped.values() for pk in ids.values()})
+        entry.player_pks[player] = player_pk
+    regions = _regions(config, {pk for entry in grouped.values() for pk in entry.player_pks.values()})
     out = []
     for pk, (match_id, ended_at, results, ids) in grouped.items():
         season = claim_seasons(ended_at, config.seasons)[0]
