@@ -9,8 +9,6 @@ this test is about where reads go, not about the projector)."""
 from __future__ import annotations
 
 import csv
-import hashlib
-import hmac
 import http.client
 import io
 import json
@@ -24,6 +22,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 from django.conf import settings
+from leaderboard_client.signing import sign
 
 from scripts import services
 from scripts.ha import StreamingPair
@@ -52,9 +51,7 @@ class Stack:
         data = b"" if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if key is not None:
-            t = int(time.time())
-            mac = hmac.new(key.secret.encode(), f"{t}.{method}.{path}.".encode() + data, hashlib.sha256).hexdigest()
-            headers |= {"X-Key-Id": key.key_id, "X-Signature": f"t={t},v1={mac}"}
+            headers |= {"X-Key-Id": key.key_id, "X-Signature": sign(key.secret, method, path, data)}
         conn = http.client.HTTPConnection("127.0.0.1", self.web.port, timeout=10)
         try:
             conn.request(method, path, body=data or None, headers=headers)
