@@ -50,9 +50,6 @@ class SubscoreSpec:
     max: int
 
 
-MAX_SUBSCORES = encoding.MAX_SUBSCORES
-
-
 @dataclass(frozen=True)
 class BoardSpec(BoardDefinition):
     regions: bool = False
@@ -287,8 +284,10 @@ def _subscores(raw: dict[str, Any], p: str, mode: str) -> tuple[SubscoreSpec, ..
         raise ConfigError(p + "subscores", 'a list of tables: subscores = [{name = "kills", max = 1000}]')
     if mode == "total":
         raise ConfigError(p + "subscores", "only best and latest boards have sub-scores (a total has no one result)")
-    if len(tables) > MAX_SUBSCORES:
-        raise ConfigError(p + "subscores", f"at most {MAX_SUBSCORES} sub-scores per board, {len(tables)} given")
+    if len(tables) > encoding.MAX_SUBSCORES:
+        raise ConfigError(
+            p + "subscores", f"at most {encoding.MAX_SUBSCORES} sub-scores per board, {len(tables)} given"
+        )
     out = []
     for j, t in enumerate(tables):
         q = f"{p}subscores[{j}]."
