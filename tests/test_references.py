@@ -14,7 +14,11 @@ from tests.test_api_doc import section_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = (".py", ".md", ".html", ".js", ".ts", ".lua", ".toml", ".txt", ".css", ".sh", ".cfg", "Makefile", "run")
-TRACKER_NUMBER = re.compile(r"\bissues?[ _#-]*[0-9]+", re.IGNORECASE)
+# "issue 7", "issues/7", "ticket 7", "PR #7", "pull/7": numbers of a tracker outside the repository
+TRACKER_NUMBER = re.compile(
+    r"\b(?:issues?|tickets?)[ _#/-]*[0-9]+|(?-i:\bPRs?) ?#[0-9]+|\bpulls?/[0-9]+|\bpull requests? ?#?[0-9]+",
+    re.IGNORECASE,
+)
 CONTRACT = re.compile(r"\bcontract", re.IGNORECASE)
 # "section 6" alone: of which document? (a citation names its file: docs/api.md §6)
 BARE_SECTION = re.compile(r"^(?!.*\.md\b).*\bsections? [0-9]+", re.IGNORECASE)
@@ -58,6 +62,13 @@ def test_the_scan_sees_the_repository() -> None:
 
 def test_no_tracker_numbers() -> None:
     assert lines_matching(TRACKER_NUMBER) == []
+
+
+def test_the_tracker_pattern_catches_what_it_means_to() -> None:
+    for cited in ("issue 7", "Issues/12", "ticket 7", "ticket #31", "PR #7", "PR#7", "pull/7", "pull request 7"):
+        assert TRACKER_NUMBER.search(cited), cited
+    for fine in ("pr #1 of the css", "tickets sold", "spr #3", "no issue: 7 players", "pull 7 rows", "pullback/7"):
+        assert not TRACKER_NUMBER.search(fine), fine
 
 
 def test_no_citation_of_a_contract_outside_the_repository() -> None:
