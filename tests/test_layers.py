@@ -8,6 +8,9 @@
 - nothing imports the top of the stack: the player pages (`pages`) and the demo (`demo`) use
   the other apps, never the other way round, and not each other (the demo tells the login
   page about itself by registering in its AppConfig.ready());
+- the request side of ingest (`scores.ingest`) imports nothing of the projector
+  (`scores.projection`): a submission is answered once it is durable, and applied by another
+  process (in-request projection, PROJECTOR_INLINE, is registered by ScoresConfig.ready());
 - the apps' imports form no cycle, and neither do the modules': a module that imports another
   which imports it back, at the top or inside a function, works only by the order things
   happen to load in."""
@@ -251,3 +254,40 @@ def test_the_cycle_rule_can_fail(tmp_path: Path) -> None:
     (app / "tasks.py").write_text("from app import d\n")
     (app / "d.py").write_text("def later():\n    from app.tasks import t\n")  # the Celery idiom
     assert module_cycles(module_graph(tmp_path, ("app",))) == [["app.a", "app.sub.b"]]
+
+
+# --- the request side of ingest and the projector ----------------------------------------------
+
+
+def imports_between(graph: dict[str, set[str]], importer: str, imported: str) -> list[str]:
+    """Each import by a module of package `importer` of a module of package `imported`."""
+
+    def inside(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    return [
+        f"{module} imports {target}"
+        for module in sorted(graph)
+        if inside(module, importer)
+        for target in sorted(graph[module])
+        if inside(target, imported)
+    ]
+
+
+def test_the_request_side_of_ingest_imports_nothing_of_the_projector() -> None:
+    graph = module_graph(ROOT, APPS)
+    assert len([m for m in graph if m.startswith("scores.ingest.")]) > 5
+    assert imports_between(graph, "scores.ingest", "scores.projection") == []
+
+
+def test_the_ingest_rule_can_fail(tmp_path: Path) -> None:
+    for package in ("scores", "scores/ingest", "scores/projection"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "scores" / "ingest" / "submit.py").write_text("def f():\n    from scores.projection import batch\n")
+    (tmp_path / "scores" / "projection" / "batch.py").write_text("from scores.ingest import submit\n")
+    (tmp_path / "scores" / "ingestion.py").write_text("import scores.projection\n")  # another package
+    graph = module_graph(tmp_path, ("scores",))
+    assert imports_between(graph, "scores.ingest", "scores.projection") == [
+        "scores.ingest.submit imports scores.projection.batch"
+    ]
