@@ -1,4 +1,4 @@
-"""Fewer writes per ingested result (docs/BENCHMARKS.md, "Ingest: what each change bought").
+"""Fewer writes per ingested result (docs/BENCHMARKS.md, "Decision history": batch ingest CPU).
 
 - scores_match.game_id and scores_player.game_id lose their single-column indexes: the unique
   (game_id, match_id) and (game_id, external_id) indexes lead with game_id and serve the same

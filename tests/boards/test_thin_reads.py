@@ -170,9 +170,10 @@ FRIENDS_READS = [r for r in READS if r.endswith("/friends") or "/friends?" in r]
 
 def test_a_friends_read_answers_the_same_whatever_its_caches_hold(social, topology) -> None:
     """friends.lua reads the cached friend list and profiles in the board read's round trip
-    (docs/reads.md, "Friends"): with both caches warm, with this process's profiles forgotten
-    (the script's copies are used), and with the friend list and every shared profile gone
-    too (the list reloaded from Postgres), a read gives the same bytes, by either path."""
+    (docs/reads.md, "One round trip per read"): with both caches warm, with this process's
+    profiles forgotten (the script's copies are used), and with the friend list and every shared
+    profile gone too (the list reloaded from Postgres), a read gives the same bytes, by either
+    path."""
 
     def cold_shared() -> None:
         local_caches_clear()
