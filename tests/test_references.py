@@ -34,6 +34,10 @@ BARE_NUMBER = re.compile(
 # names it on the line before.
 SECTION_SIGN = re.compile(r"§\s*[0-9]")
 NAMES_A_DOC = re.compile(r"\.md\b")
+# docs/reads.md, "Deep paging" (or without the comma, or wrapped after the file): the part of
+# that file the quoted names begin, and lists of them: docs/moderation.md, "board_top", "server_outlier"
+NAMED_PART = re.compile(r'(docs/[\w/-]+\.md),?[ \t]*(?:\n[\s#*/-]*)?((?:"[A-Za-z_`][^"\n]*"(?:, )?)+)')
+QUOTED = re.compile(r'"([^"]+)"')
 # docs/api.md §4, §4.5, and lists like "docs/api.md §3.2, §4" (each § is checked)
 API_CITATION = re.compile(r"docs/api\.md((?:[ ,]+(?:and )?§[0-9]+(?:\.[0-9]+)?)+)")
 SECTION = re.compile(r"§([0-9]+(?:\.[0-9]+)?)")
@@ -126,3 +130,51 @@ def test_every_citation_of_docs_api_md_names_a_section_it_has() -> None:
                     unresolved.append(f"{path.relative_to(ROOT)}: docs/api.md §{number}")
     assert cited > 100  # the code cites it throughout
     assert unresolved == []
+
+
+def names_in(doc: Path) -> list[str]:
+    """What a citation may name in a document, lowercased: its headings, its bold paragraph
+    titles ("**Delivery.** ...") and the code names its tables' rows begin with (a rule, a
+    setting: "| `board_top` | ...")."""
+    text = doc.read_text()
+    names = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
+    names += re.findall(r"\*\*([^*\n]+)\*\*", text)
+    names += re.findall(r"^\| `([^`]+)` \|", text, flags=re.M)
+    return [name.lower() for name in names]
+
+
+def unresolved_names(path: Path, text: str) -> tuple[int, list[str]]:
+    cited, unresolved = 0, []
+    for citation in NAMED_PART.finditer(text):
+        doc = ROOT / citation.group(1)
+        for quoted in QUOTED.findall(citation.group(2)):
+            cited += 1
+            wanted = quoted.lower().rstrip(".,:")
+            if not doc.exists() or not any(name.startswith(wanted) for name in names_in(doc)):
+                unresolved.append(f'{path.relative_to(ROOT)}: {citation.group(1)}, "{quoted}"')
+    return cited, unresolved
+
+
+def test_every_named_part_of_a_doc_cited_is_in_that_doc() -> None:
+    """A citation by heading stays true when the heading is renamed only if something checks it."""
+    cited, unresolved = 0, []
+    for path in tracked_text_files():
+        if path != Path(__file__):
+            found = unresolved_names(path, path.read_text(errors="replace"))
+            cited += found[0]
+            unresolved += found[1]
+    assert cited > 50  # the repository cites its docs this way throughout
+    assert unresolved == []
+
+
+def test_the_named_part_check_can_fail() -> None:
+    here = Path(__file__)
+    good = 'see (docs/reads.md, "Deep paging"), docs/moderation.md "board_top", "server_outlier"'
+    assert unresolved_names(here, good) == (3, [])
+    wrapped = 'docs/competitions.md,\n# "Delivery": at least once'
+    assert unresolved_names(here, wrapped) == (1, [])
+    bad = 'docs/reads.md, "Friends" and docs/nowhere.md, "Deep paging"'
+    assert unresolved_names(here, bad)[1] == [
+        'tests/test_references.py: docs/reads.md, "Friends"',
+        'tests/test_references.py: docs/nowhere.md, "Deep paging"',
+    ]
