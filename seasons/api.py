@@ -53,7 +53,6 @@ class FrozenEntrySerializer(serializers.Serializer):
     subscores = serializers.DictField(
         child=serializers.IntegerField(),
         required=False,
-        read_only=True,
         help_text="only on boards that declare sub-scores: the frozen value's sub-scores by name",
     )
 

@@ -303,3 +303,16 @@ def test_a_blank_allowed_beside_a_format_stays_a_branch_of_its_own() -> None:
     assert _blank_overlaps(document) == []
     blank = Draft4Validator(_resolved({"$ref": "#/components/schemas/Blank"}, document))
     assert blank.is_valid({"text": "", "email": ""}) and blank.is_valid({"text": "a", "email": "a@example.com"})
+
+
+def test_sub_scores_are_never_a_required_part_of_an_answer() -> None:
+    """Answers carry `subscores` only on boards that declare sub-scores: a client validating a body
+    of any other board against the schema must not find it missing."""
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    holders = {
+        name: component
+        for name, component in document["components"]["schemas"].items()
+        if "subscores" in component.get("properties", {})
+    }
+    assert {"FrozenEntry", "PlayerOut"} <= holders.keys()
+    assert [name for name, component in holders.items() if "subscores" in component.get("required", [])] == []
