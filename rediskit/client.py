@@ -98,8 +98,13 @@ def own_connection_command(client: Redis, *args: Any) -> Any:
         conn = own.conn = pool.connection_class(**pool.connection_kwargs)
         own.pool = pool
     sock = conn._sock
-    if sock is not None and select.select([sock], [], [], 0)[0]:
-        conn.disconnect()
+    if sock is not None:
+        # poll, not select: a process holding thousands of websockets has descriptors past
+        # select's limit of 1024
+        ready = select.poll()
+        ready.register(sock, select.POLLIN)
+        if ready.poll(0):
+            conn.disconnect()
     try:
         conn.send_packed_command(conn.pack_command(*args), check_health=False)
         return conn.read_response()
