@@ -63,6 +63,17 @@ class ThrowawayRedis:
                 time.sleep(0.01)
         raise RuntimeError("throwaway redis did not start")
 
+    def caches(self, **options: object) -> dict:
+        """settings.CACHES on this server: short timeouts, errors ignored as the service's cache
+        ignores them, and `options` added (a connection class, a pool class)."""
+        return {
+            "default": {
+                "BACKEND": "django_redis.cache.RedisCache",
+                "LOCATION": self.url,
+                "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.5, "SOCKET_TIMEOUT": 0.5, "IGNORE_EXCEPTIONS": True, **options},
+            }
+        }
+
     def stop(self, save: bool = False) -> None:
         if save:
             Redis.from_url(self.url).save()
@@ -75,14 +86,7 @@ class ThrowawayRedis:
 def throwaway_redis(tmp_path: Path) -> Iterator[ThrowawayRedis]:
     server = ThrowawayRedis(tmp_path)
     server.start()
-    caches = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": server.url,
-            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.5, "SOCKET_TIMEOUT": 0.5, "IGNORE_EXCEPTIONS": True},
-        }
-    }
-    with override_settings(CACHES=caches):
+    with override_settings(CACHES=server.caches()):
         yield server
     if server.proc and server.proc.poll() is None:
         server.stop()

@@ -28,19 +28,7 @@ from tests.conftest import SignedClient
 def guarded_redis(tmp_path) -> Iterator[ThrowawayRedis]:
     server = ThrowawayRedis(tmp_path)
     server.start()
-    caches = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": server.url,
-            "OPTIONS": {
-                "SOCKET_CONNECT_TIMEOUT": 0.5,
-                "SOCKET_TIMEOUT": 0.5,
-                "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection},
-                "IGNORE_EXCEPTIONS": True,
-            },
-        }
-    }
-    with override_settings(CACHES=caches):
+    with override_settings(CACHES=server.caches(CONNECTION_POOL_KWARGS={"connection_class": GuardedConnection})):
         get_redis().set(keys.BUILT_MARKER, "test")
         yield server
     assert server.proc is not None

@@ -31,19 +31,10 @@ def own_redis(tmp_path: Path) -> Iterator[ThrowawayRedis]:
     counted (as settings.CACHES builds it)."""
     server = ThrowawayRedis(tmp_path)
     server.start()
-    caches = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": server.url,
-            "OPTIONS": {
-                "SOCKET_CONNECT_TIMEOUT": 0.5,
-                "SOCKET_TIMEOUT": 0.5,
-                "CONNECTION_POOL_KWARGS": {"connection_class": guarded_connection_class(server.url)},
-                "CONNECTION_POOL_CLASS": "monitoring.redis.CountingConnectionPool",
-                "IGNORE_EXCEPTIONS": True,
-            },
-        }
-    }
+    caches = server.caches(
+        CONNECTION_POOL_KWARGS={"connection_class": guarded_connection_class(server.url)},
+        CONNECTION_POOL_CLASS="monitoring.redis.CountingConnectionPool",
+    )
     with override_settings(CACHES=caches):
         yield server
     if server.proc is not None and server.proc.poll() is None:
