@@ -65,9 +65,10 @@ def _from_redis(board: BoardConfig, window: str, reply: list[Any]) -> _Slice:
             members[int(flat[i])] = int(float(flat[i + 1]))
     profiles = profiles_of(board, window=window, members=members) if members else {}
     unknown_members_warn(board, window=window, members=members, profiles=profiles)
-    rows = sorted(members.items(), key=itemgetter(1), reverse=True)
-    if len(set(members.values())) < len(rows):  # identical scores: the last tie-break decides
-        rows.sort(key=lambda kv: (-kv[1], id_bytes(profiles, pk=kv[0])))
+    if len(set(members.values())) < len(members):  # identical scores: the last tie-break decides
+        rows = sorted(members.items(), key=lambda kv: (-kv[1], id_bytes(profiles, pk=kv[0])))
+    else:
+        rows = sorted(members.items(), key=itemgetter(1), reverse=True)
     return _Slice(
         total=int(total),
         start=int(above_first),

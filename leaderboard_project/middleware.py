@@ -61,11 +61,13 @@ class BodySizeLimitMiddleware:
         return self.get_response(request)
 
 
+def _api_without_session_cookie(request: HttpRequest) -> bool:
+    return request.path_info.startswith(API_PREFIX) and settings.SESSION_COOKIE_NAME not in request.COOKIES
+
+
 def sessionless_api_request(request: HttpRequest) -> bool:
     """An /api/ request with its own credentials, or with no session cookie: no session to read."""
-    return carries_api_credentials(request) or (
-        request.path_info.startswith(API_PREFIX) and settings.SESSION_COOKIE_NAME not in request.COOKIES
-    )
+    return carries_api_credentials(request) or _api_without_session_cookie(request)
 
 
 class ApiSessionMiddleware(SessionMiddleware):
@@ -85,7 +87,7 @@ class ApiAuthenticationMiddleware(AuthenticationMiddleware):
     def __call__(self, request: HttpRequest):  # noqa: ANN204
         if carries_api_credentials(request):
             return self.get_response(request)
-        if sessionless_api_request(request):
+        if _api_without_session_cookie(request):
             request.user = AnonymousUser()
             return self.get_response(request)
         return super().__call__(request)
