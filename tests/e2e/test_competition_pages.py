@@ -142,7 +142,9 @@ def test_a_tournament_board_and_a_players_page_show_the_tournament(web, browser,
     box = _text(browser, "tournament")  # read in one script: live.js may swap parts of a live page
     assert box is not None and "active" in box and "1 of 8 joined" in box
     assert "you joined" not in box  # nobody signed in
-    assert [r.get_attribute("data-player") for r in browser.find_elements(By.CSS_SELECTOR, "#top-body tr")] == ["ana"]
+    # live.js redraws the top's rows when the socket's first message arrives: read them in one script
+    top = browser.execute_script("return Array.from(document.querySelectorAll('#top-body tr'), r => r.dataset.player)")
+    assert top == ["ana"]
 
     _sign_in(browser, web, "ana", "pw-e2e-1", "/games/arena/boards/cup/")
     assert _text(browser, "tournament").endswith("you joined")
