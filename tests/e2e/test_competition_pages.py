@@ -18,7 +18,7 @@ from competitions.models import LeagueOutcome
 from scores.models import Player
 from tests.conftest import SignedClient
 from tests.e2e.conftest import screenshot
-from tests.e2e.test_browser import _account, _sign_in, _text, _wait
+from tests.e2e.test_browser import _account, _sign_in, _text, _top_players, _wait
 from tests.factories import BoardFactory, GameFactory, PlayerFactory, SeasonFactory, server_key, tournament_settings
 
 pytestmark = pytest.mark.slow
@@ -142,9 +142,7 @@ def test_a_tournament_board_and_a_players_page_show_the_tournament(web, browser,
     box = _text(browser, "tournament")  # read in one script: live.js may swap parts of a live page
     assert box is not None and "active" in box and "1 of 8 joined" in box
     assert "you joined" not in box  # nobody signed in
-    # live.js redraws the top's rows when the socket's first message arrives: read them in one script
-    top = browser.execute_script("return Array.from(document.querySelectorAll('#top-body tr'), r => r.dataset.player)")
-    assert top == ["ana"]
+    assert _top_players(browser) == ["ana"]  # read in one script, as live.js redraws the rows
 
     _sign_in(browser, web, "ana", "pw-e2e-1", "/games/arena/boards/cup/")
     assert _text(browser, "tournament").endswith("you joined")
