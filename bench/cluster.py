@@ -3,7 +3,8 @@
 
     .venv/bin/python -m bench.cluster [--tail 1000000,10000000] [--only fanout,tail,kill] [--code REV|DIR]
 
-In process (Django set up here, PROJECTOR_INLINE=1), where the suite runs (the bench database,
+In process (Django set up here; the load thread applies each accepted submission itself with the
+projector's `pending_apply`, so no projector process runs), where the suite runs (the bench database,
 created afresh, and the bench Redis db, under the benchmarks' lock), and on the cluster
 scripts/cluster.py starts under .local/cluster/ (3 masters, 3 replicas; the only servers it
 kills). Three scenarios, printed as they finish:
@@ -235,6 +236,7 @@ def primary_killed(url: str, seconds: float) -> None:
     from boards import index, tasks
     from rediskit import keys
     from scores.models import PlayerValue
+    from scores.projection import pending_apply
     from scripts import cluster
 
     use("cluster", url)
@@ -254,6 +256,8 @@ def primary_killed(url: str, seconds: float) -> None:
             headers = dict(loadgen.signed_headers(key, "POST", path, body))
             status = client.post(path, body, content_type="application/json", headers=headers).status_code
             (accepted if status in (200, 201) else errors).append(f"k{i}" if status < 300 else status)
+            if status < 300:
+                pending_apply()  # the projector's part, in this thread (no projector process here)
             i += 1
             time.sleep(0.01)
         connection.close()
@@ -327,7 +331,6 @@ def _slot_served(cluster: Any, ask: int, slot: int, dead: int) -> bool:
 
 def run(args: argparse.Namespace, env: environment.BenchEnv, code: CodeTree) -> int:
     environment.prepare_database(env)
-    os.environ["PROJECTOR_INLINE"] = "1"  # each submission projected in its request: no projector process
     env.setup_django()
     from scripts import cluster
 

@@ -362,11 +362,6 @@ LOGOUT_REDIRECT_URL = "/"
 PROCESS_STATE_FILE = os.environ.get("LEADERBOARD_PROCESS_STATE", "").strip()
 # docs/api.md §4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
-# The projector (scores/projection/) applies committed matches to values and boards; `make run`
-# starts it as its own process. PROJECTOR_INLINE=1 applies them in the submitting process
-# instead, right after its commit: the test suite's default (tests see a submission's effect
-# when the request returns), and a way to run without the extra process on a tiny install.
-PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "0") == "1"
 # A player's own rank and friends reads answered without DRF's per-request machinery
 # (boards/api/thin.py, docs/reads.md "The thin path"); 0 sends them through the DRF views.
 BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"

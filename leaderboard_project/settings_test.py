@@ -5,6 +5,17 @@ import os
 import secrets
 
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+# Under pytest-xdist each worker has a Redis db of its own (scripts/services.py TEST_REDIS_DBS;
+# pytest-django gives it a database of its own). Written back to the environment, and the list
+# dropped from it, so that the servers a test starts inherit the worker's db as it is.
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("TEST_REDIS_DBS"):
+    from scripts.services import with_redis_db
+
+    _worker = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
+    _dbs = os.environ.pop("TEST_REDIS_DBS").split(",")
+    if _worker >= len(_dbs):
+        raise RuntimeError(f"at most {len(_dbs)} pytest-xdist workers per test run (scripts/services.py TEST_WORKERS)")
+    os.environ["REDIS_URL"] = with_redis_db(os.environ["REDIS_URL"], int(_dbs[_worker]))
 # Random per test run (inherited by the servers the suite starts): no published secret serves
 # even a test, and DEBUG stays off as in production.
 os.environ.setdefault("SECRET_KEY", "test-" + secrets.token_urlsafe(40))
@@ -12,9 +23,6 @@ os.environ.setdefault("SERVER_KEY_PEPPER", "test-pepper-" + secrets.token_urlsaf
 
 from leaderboard_project.settings import *  # noqa: E402, F403
 
-# A submission's values and boards are applied in the test's own process right after its commit
-# (tests of the projector itself turn this off and run batches, or the process, themselves).
-PROJECTOR_INLINE = os.environ.get("PROJECTOR_INLINE", "1") == "1"
 # No admission control unless a test turns it on (tests/scores/test_admission.py): many tests
 # build a projector backlog on purpose, with no projector running, and submit on top of it.
 ADMISSION_MAX_LAG_MS = float(os.environ.get("ADMISSION_MAX_LAG_MS", "0"))

@@ -58,8 +58,6 @@ def _redis() -> str:
 
 def _projector() -> tuple[str, dict[str, Any]]:
     """Whether every lane of the pending matches has a running projector (scores/projection)."""
-    if settings.PROJECTOR_INLINE:
-        return OK, {"mode": "inline: submissions are applied by the process that stores them"}
     try:
         owned = owned_lanes()
     except Exception as exc:

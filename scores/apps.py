@@ -10,9 +10,7 @@ class ScoresConfig(AppConfig):
 
         from scores import schema  # noqa: F401  (registers the OpenAPI auth extensions)
         from scores.auth import server_keys_changed
-        from scores.ingest import inline_projection_register
         from scores.models import Board, Game, Region, Season, ServerKey
-        from scores.projection import pending_apply
         from scores.selectors import config_cache_clear
 
         # processes caching keys or configuration read them again once a change commits
@@ -21,6 +19,3 @@ class ScoresConfig(AppConfig):
         for model in (Game, Board, Season, Region):
             post_save.connect(config_cache_clear, sender=model, dispatch_uid=f"config-cache-{model.__name__}-save")
             post_delete.connect(config_cache_clear, sender=model, dispatch_uid=f"config-cache-{model.__name__}-delete")
-        # PROJECTOR_INLINE: a submission applied in its own request, by the projector's own batch
-        # (here, so that the request side imports nothing of the projector)
-        inline_projection_register(pending_apply)

@@ -70,9 +70,13 @@ SPARE_PORTS = range(20000, 32000)  # where spare_port() looks
 # Tests flush their Redis database: keep them off db 0, where a developer's own data lives.
 TEST_REDIS_DB = 15
 # Test runs of several checkouts on one machine each take a slot (a lock file held while the
-# run lasts): slot N > 0 gets its own test database (test_<name>_sN) and Redis db 15 - N, since
-# a run creates, flushes and drops both. Slot 0 keeps the plain names.
-TEST_SLOTS = 8
+# run lasts): slot N > 0 gets its own test database (test_<name>_sN), since a run creates,
+# flushes and drops it. Slot 0 keeps the plain name. Each run is split over up to TEST_WORKERS
+# pytest-xdist workers, each with a Redis db of its own (pytest-django suffixes the database
+# name per worker): slot N's workers use dbs 15 - N, 15 - N - TEST_SLOTS, ... (TEST_REDIS_DBS),
+# so 5 slots of 3 workers fit in dbs 1-15 and no test ever flushes db 0.
+TEST_SLOTS = 5
+TEST_WORKERS = 3
 # initdb and postgres refuse to run as root. As root, the project-local cluster runs as the
 # `postgres` system user when there is one, else as `leaderboard-pg` (created on demand).
 PG_SERVICE_USERS = ("postgres", "leaderboard-pg")
@@ -740,9 +744,10 @@ def ensure_services(*, for_tests: bool = False) -> dict[str, str]:
             found["TEST_DATABASE_NAME"] = f"test_{name}_s{slot}"
             log(f"tests: another test run holds slot 0; this one uses slot {slot} ({found['TEST_DATABASE_NAME']})")
         if not test_redis_url:
-            db = TEST_REDIS_DB - slot
-            found["REDIS_URL"] = with_redis_db(redis_url, db)
-            log(f"redis: tests use database {db}: {redact(found['REDIS_URL'])}")
+            dbs = [TEST_REDIS_DB - slot - TEST_SLOTS * worker for worker in range(TEST_WORKERS)]
+            found["REDIS_URL"] = with_redis_db(redis_url, dbs[0])
+            found["TEST_REDIS_DBS"] = ",".join(map(str, dbs))  # one per xdist worker (settings_test.py)
+            log(f"redis: tests use databases {found['TEST_REDIS_DBS']}: {redact(found['REDIS_URL'])}")
     if for_tests:  # the cluster topology of the board tests (scripts/cluster.py)
         found["TEST_REDIS_CLUSTER_URL"] = os.environ.get("TEST_REDIS_CLUSTER_URL", "").strip() or _cluster()
     # tests make throwaway secrets of their own (leaderboard_project/settings_test.py)

@@ -21,15 +21,38 @@ from scores.models import Board
 from scores.selectors import config_cache_clear
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 from tests.projector import (  # noqa: F401 (fixtures for every directory)
+    projected,
     projector_process,
+    projector_running,
     real_projector,
     shared_projector,
     shared_projector_stop,
 )
 
+# Tests that share something of which a test run has only one: under pytest-xdist
+# (`--dist loadgroup`, the Makefile's) each group runs on one worker, one test after another.
+# The rest spread over the workers test by test, each worker with a database, a Redis db and a
+# projector of its own (leaderboard_project/settings_test.py, tests/projector.py).
+XDIST_GROUPS = {
+    # the fault suite's servers, under the fixed .local/faults/ (bench/faults.py)
+    "tests/bench/test_faults.py": "faults",
+}
+CLUSTER_GROUP = "cluster"  # the run's one local Redis Cluster, flushed by its tests (topology)
 
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The group an item runs in under pytest-xdist, if any."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("topology") == "cluster":
+        return CLUSTER_GROUP
+    return XDIST_GROUPS.get(item.nodeid.partition("::")[0])
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """In a module with tests on the real projector, the tests that want the same projector
+    """Each item in the group it shares a one-of-a-kind resource with (xdist_group above).
+
+    In a module with tests on the real projector, the tests that want the same projector
     process (one topology, on the real projector or not) run one after the other, each group in
     its written order: tests/projector.py keeps the process between them, and a module pays one
     start per topology instead of one per test."""
@@ -38,7 +61,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return item.nodeid.partition("::")[0]
 
     def on_projector(item: pytest.Item) -> bool:
-        return "real_projector" in item.fixturenames and not item.get_closest_marker("inline_projection")
+        return projector_wanted(item)
 
     def group(item: pytest.Item) -> tuple[str, bool]:
         callspec = getattr(item, "callspec", None)
@@ -56,14 +79,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             order[id(item)],
         )
     )
+    for item in items:
+        name = xdist_group(item)
+        if name is not None:
+            item.add_marker(pytest.mark.xdist_group(name))
+
+
+def projector_wanted(item: pytest.Item) -> bool:
+    """Whether the test runs beside the real projector: every test on a committed database (what
+    a test commits is what a projector can see), but those that start projectors of their own
+    (`projector_process`) or are the projector themselves, applying batches by hand
+    (`@pytest.mark.without_projector("<why>")`)."""
+    names = item.fixturenames  # type: ignore[attr-defined]
+    return (
+        ("transactional_db" in names or "real_projector" in names)
+        and "projector_process" not in names
+        and item.get_closest_marker("without_projector") is None
+    )
 
 
 @pytest.fixture(autouse=True)
-def projector_only_where_asked(request: pytest.FixtureRequest) -> None:
-    """A projector kept by tests/projector.py runs only during the tests that asked for it: an
-    inline test, one that builds a backlog on purpose or starts its own projectors, never has
-    one beside it."""
-    if "real_projector" not in request.fixturenames:
+def projector_beside_the_test(request: pytest.FixtureRequest) -> None:
+    """The path users run: a submission a test makes is applied by the real projector process
+    (tests/projector.py), kept between tests. A test without one never has one beside it."""
+    if projector_wanted(request.node):
+        request.getfixturevalue("real_projector")
+    else:
         shared_projector_stop()
 
 
@@ -96,17 +137,27 @@ def index_flush() -> None:
 
 
 class SignedClient:
-    """A game server: signs every request as docs/api.md §3.1 says."""
+    """A game server: signs every request as docs/api.md §3.1 says.
 
-    def __init__(self, key_id: str, secret: str, client: Client | None = None) -> None:
+    A write it makes that the projector applies (a match, a batch, a moderation call) is
+    answered once durable; with the real projector beside the test, `request` then waits until
+    the projector has applied and mirrored everything acknowledged (tests/projector.py
+    `projected`), so the test reads what a client sees once docs/api.md §4.4's second has passed.
+    `settle=False` returns at the answer, for a test about what happens before."""
+
+    def __init__(self, key_id: str, secret: str, client: Client | None = None, *, settle: bool = True) -> None:
         self.key_id, self.secret = key_id, secret
         self.client = client or Client()
+        self.settle = settle
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None, **headers: str):
         data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
         sig = sign(self.secret, method, path, data)
         h = {"X-Key-Id": self.key_id, "X-Signature": sig, **headers}
-        return self.client.generic(method, path, data=data, content_type="application/json", headers=h)
+        response = self.client.generic(method, path, data=data, content_type="application/json", headers=h)
+        if self.settle and method != "GET" and response.status_code < 300 and projector_running():
+            projected(f"{method} {path} applied by the projector")
+        return response
 
     def post(self, path: str, body: Any = None, **kw: Any):
         return self.request("POST", path, body, **kw)
@@ -135,6 +186,13 @@ def server(game) -> SignedClient:
 def no_async_anticheat(settings) -> None:
     """Tests run the after-the-fact checks by calling them; nothing is queued on a broker."""
     settings.ANTICHEAT_ASYNC_CHECKS = False
+
+
+@pytest.fixture
+def async_checks(settings) -> None:
+    """The after-the-fact checks queued as in production, by this process and by the projector
+    beside the test (tests/projector.py starts it with this setting); no Celery worker runs them."""
+    settings.ANTICHEAT_ASYNC_CHECKS = True
 
 
 def reset_results() -> None:

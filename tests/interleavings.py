@@ -80,8 +80,8 @@ def without_redis_write(max_matches: int) -> None:
 
 class Interleaving:
     """A game with `boards` (and SEASON) whose submissions go through the API with a signing
-    server, and the projector driven batch by batch (PROJECTOR_INLINE off: the test is the
-    projector's schedule). `refused(match, body)`: more checks of a 400's body."""
+    server, and the projector driven batch by batch (no projector process runs beside the test:
+    the test is the projector's schedule). `refused(match, body)`: more checks of a 400's body."""
 
     def __init__(
         self, slug: str, boards: Sequence[RefBoard], refused: Callable[[dict, dict], None] | None = None

@@ -1,17 +1,16 @@
-"""The path users run, for tests that check what a client sees after a submission: the request
-commits and NOTIFYs, the real projector process (`manage.py projector`) applies the match and
-mirrors it to Redis. Tests use `real_projector` and wait with `projected()` (or poll the read
-itself with tests/polling.py's until) before reading; docs/dev-environment.md lists the tests that
-still apply submissions inline and why.
+"""The path users run: a submission commits and NOTIFYs, the real projector process (`manage.py
+projector`) applies the match and mirrors it to Redis. Every test on a committed database has
+one beside it (tests/conftest.py `projector_beside_the_test`); after a submission a test waits
+with `projected()` (tests/conftest.py's SignedClient does it for every write it makes) or polls
+the read itself with tests/polling.py's until. Nothing applies a submission in its own request.
 
 `real_projector` keeps its process for the tests after it that want the same one (the same
 environment: the test database, Redis, the cluster of the test's topology, the after-the-fact
-checks), so a module pays one start per topology, not one per test (`pytest_collection_modifyitems`
-in tests/conftest.py puts a module's tests of one topology together). It runs only while such tests
-do: any other test stops it first (tests/conftest.py's `projector_only_where_asked`), so an inline
-test, a test that builds a backlog on purpose or starts projectors of its own never has one
-running beside it. Between two tests it has applied everything the first submitted before the
-first's tables are emptied."""
+checks), so a test run pays one start per environment and worker, not one per test
+(`pytest_collection_modifyitems` in tests/conftest.py puts a module's tests of one topology
+together). A test that starts projectors of its own (`projector_process`) or applies batches by
+hand (`without_projector`) stops it first, so it never has one running beside it. Between two
+tests it has applied everything the first submitted before the first's tables are emptied."""
 
 from __future__ import annotations
 
@@ -50,7 +49,6 @@ def projector_process(transactional_db, settings) -> Iterator[Callable[..., subp
     its connections, so the test can see them in pg_stat_activity). The test's own processes
     only: a shared one is stopped first, or it would own the lanes."""
     shared_projector_stop()
-    settings.PROJECTOR_INLINE = False
     env = process_env(settings, APP_NAME)
     started: list[subprocess.Popen] = []
 
@@ -89,11 +87,11 @@ def process_env(settings, app_name: str) -> dict[str, str]:
         # not pytest's name of the running test: the same process may serve the next one
         **{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"},
         "DATABASE_URL": database_url(settings),
-        "REDIS_URL": settings.REDIS_URL,
+        # the Redis the test reads: its own throwaway server where it has one (override_settings)
+        "REDIS_URL": settings.CACHES["default"]["LOCATION"],
         # the ranking index where the test has it (tests/conftest.py's topology)
         "REDIS_CLUSTER_URL": getattr(settings, "REDIS_CLUSTER_URL", "") or "",
         "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
-        "PROJECTOR_INLINE": "0",
         "PGAPPNAME": app_name,
         # the after-the-fact checks as the test has them (tests/conftest.py: called by the test)
         "ANTICHEAT_ASYNC_CHECKS": "1" if settings.ANTICHEAT_ASYNC_CHECKS else "0",
@@ -164,16 +162,13 @@ def shared_projector(django_db_setup) -> Iterator[None]:
 def real_projector(request: pytest.FixtureRequest, settings, shared_projector) -> Iterator[subprocess.Popen | None]:
     """A `manage.py projector` for the test (kept from the test before when that one had the same
     environment), owning every lane before the test goes on (a submission made before would wait
-    for its idle poll, not its NOTIFY). A test marked `inline_projection("<what the test is about
-    instead>")` keeps the in-request shortcut, with no projector running."""
-    if request.node.get_closest_marker("inline_projection"):
-        shared_projector_stop()
-        yield None
-        return
+    for its idle poll, not its NOTIFY). tests/conftest.py gives one to every test on a committed
+    database that does not say otherwise."""
     request.getfixturevalue("transactional_db")  # the process sees only what is committed
-    if "topology" in request.fixturenames:
-        request.getfixturevalue("topology")  # its cluster is part of the process's environment
-    settings.PROJECTOR_INLINE = False
+    # what shapes the process's environment: the cluster, the Redis, the after-the-fact checks
+    for name in ("topology", "throwaway_redis", "async_checks"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name)
     proc = _shared_projector(process_env(settings, APP_NAME))
     _projector_resume()
     until(lambda: owned_lanes() == set(ALL_LANES), "the projector owning every lane", timeout=30, every=0.05)
@@ -190,6 +185,11 @@ def real_projector(request: pytest.FixtureRequest, settings, shared_projector) -
         shared_projector_stop()
     if proc.poll() is not None:
         shared_projector_stop()
+
+
+def projector_running() -> bool:
+    """Whether the kept projector runs now (a test marked without_projector has none)."""
+    return _Shared.proc is not None and _Shared.proc.poll() is None
 
 
 def projected(what: str = "every acknowledged submission on the boards", *, timeout: float = 10.0) -> None:

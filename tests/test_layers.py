@@ -10,7 +10,7 @@
   page about itself by registering in its AppConfig.ready());
 - the request side of ingest (`scores.ingest`) imports nothing of the projector
   (`scores.projection`): a submission is answered once it is durable, and applied by another
-  process (in-request projection, PROJECTOR_INLINE, is registered by ScoresConfig.ready());
+  process, the projector;
 - the apps' imports form no cycle, and neither do the modules': a module that imports another
   which imports it back, at the top or inside a function, works only by the order things
   happen to load in."""

@@ -3,8 +3,8 @@
 (scripts/ha.py StreamingPair, under .local/), never the machine's shared server.
 
 Replay paused on the replica makes it stale on purpose: a read that goes to it misses the newest
-write, a read that goes to the primary sees it. Submissions are applied inline (PROJECTOR_INLINE:
-this test is about where reads go, not about the projector)."""
+write, a read that goes to the primary sees it. A projector process of the pair's applies the
+submissions, and the test waits for it (`/healthz`'s ingest lag) before reading."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from scripts import services
 from scripts.ha import StreamingPair
 from tests.e2e.conftest import WebServer
 from tests.polling import until
+from tests.projector import processes_stop, projector_start
 
 pytestmark = pytest.mark.slow
 MAX_LAG = 6.0  # the server's DATABASE_REPLICA_MAX_LAG: a stale read must happen well within it
@@ -69,6 +70,10 @@ class Stack:
         }
         status, text, _ = self.request("POST", f"/api/v1/games/{GAME}/matches", body, key=self.writer)
         assert status == 201, text
+        until(lambda: self.health()["details"]["ingest_lag"]["pending"] == 0, f"{match_id} applied by the projector")
+
+    def health(self) -> dict:
+        return json.loads(self.request("GET", "/healthz")[1])
 
     def exported(self, key: Key) -> set[str]:
         status, text, _ = self.request("GET", f"/api/v1/games/{GAME}/boards/rating/export?window=all", key=key)
@@ -80,7 +85,7 @@ class Stack:
         return self.request("GET", f"/games/{GAME}/players/{player}/")[0]
 
     def replica_health(self) -> str:
-        return json.loads(self.request("GET", "/healthz")[1]).get("replica", "")
+        return self.health().get("replica", "")
 
     def on_replica(self, sql: str) -> None:
         with psycopg.connect(self.pair.url("replica"), autocommit=True) as conn:
@@ -98,7 +103,6 @@ def stack() -> Iterator[Stack]:
         "DATABASE_REPLICA_URL": pair.url("replica"),
         "DATABASE_REPLICA_MAX_LAG": str(MAX_LAG),
         "REDIS_URL": settings.REDIS_URL,
-        "PROJECTOR_INLINE": "1",
         "ANTICHEAT_ASYNC_CHECKS": "0",
         "DB_POOL_MAX": "4",
         "PYTHONUNBUFFERED": "1",
@@ -109,14 +113,17 @@ def stack() -> Iterator[Stack]:
         return subprocess.run(cmd, cwd=settings.BASE_DIR, env=env, check=True, capture_output=True, text=True).stdout
 
     web = WebServer(env)
+    projector: list[subprocess.Popen] = []
     try:
         manage("migrate", "--noinput")
         manage("apply_game_config", "bench/game.toml")
         keys = [Key(**{k: v for k, v in json.loads(manage("create_server_key", GAME, name)).items()
                        if k in ("key_id", "secret")}) for name in ("writer", "other")]  # fmt: skip
         web.start()
+        projector.append(projector_start(env))
         yield Stack(pair, web, *keys)
     finally:
+        processes_stop(projector)
         web.stop()
         pair.destroy()
         import shutil

@@ -88,7 +88,6 @@ def run(transactional_db, tmp_path: Path) -> Iterator[Run]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
-        "PROJECTOR_INLINE": "0",  # the projector process applies submissions, as under `make run`
         "DATABASE_URL": migrated_test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "DB_POOL_MAX": "2",

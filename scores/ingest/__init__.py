@@ -32,7 +32,7 @@ from scores.ingest.checks import NewMatches, SubmissionChecks, Verdict, submissi
 from scores.ingest.gather import match_submit_gathered
 from scores.ingest.matches import InvalidMatch, MatchConflict, MatchIn, MatchOutcome, ResultIn, RuleRejected
 from scores.ingest.refusals import ResultRefusals, result_refusals_register
-from scores.ingest.submit import inline_projection_register, match_submit, matches_submit
+from scores.ingest.submit import match_submit, matches_submit
 
 __all__ = [
     "InvalidMatch",
@@ -45,7 +45,6 @@ __all__ = [
     "RuleRejected",
     "SubmissionChecks",
     "Verdict",
-    "inline_projection_register",
     "match_submit",
     "match_submit_gathered",
     "matches_submit",

@@ -6,7 +6,7 @@ commit. The package's docstring (scores/ingest/__init__.py) says what a submissi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -28,17 +28,6 @@ from scores.ingest.regions import region_claims_load, region_claims_store, regio
 from scores.locks import NOTIFY_CHANNEL
 from scores.models import Game, ServerKey
 from scores.selectors import BoardConfig, GameConfig, game_config
-
-# What applies a submission in its own request when PROJECTOR_INLINE is on: the projector's
-# pending_apply, registered by ScoresConfig.ready(), so the request side imports nothing of the
-# projector (tests/test_layers.py). The setting itself is read per submission (tests switch it).
-_inline_apply: Callable[[], object] | None = None
-
-
-def inline_projection_register(apply: Callable[[], object]) -> None:
-    """Called by ScoresConfig.ready() with scores.projection.pending_apply."""
-    global _inline_apply
-    _inline_apply = apply
 
 
 def match_submit(*, game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome:
@@ -186,14 +175,7 @@ def _store(
         region_claims_store(config, kept, appended.players)
     checks.record(new, rejected=rejected, held=held)
     if appended.new:
-        if settings.PROJECTOR_INLINE:
-            if _inline_apply is None:
-                raise RuntimeError(
-                    "PROJECTOR_INLINE is on, but no in-request projection is registered (scores/apps.py)"
-                )
-            transaction.on_commit(_inline_apply)
-        else:
-            transaction.on_commit(_wake, robust=True)  # a failed wake-up fails nothing
+        transaction.on_commit(_wake, robust=True)  # a failed wake-up fails nothing
 
 
 def _wake() -> None:

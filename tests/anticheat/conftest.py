@@ -1,14 +1,12 @@
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
 
 from boards import selectors
 from boards.services import outbox_drain
 from scores.selectors import cached_board
 from tests.conftest import SignedClient
 from tests.factories import RULES_OFF, BoardFactory, GameFactory, SeasonFactory, server_key
-from tests.projector import projected
 
 URL = "/api/v1/games/arena"
 
@@ -42,11 +40,8 @@ def mod(arena) -> SignedClient:
 
 
 def submit(server: SignedClient, match_id: str, results: list[dict], at: str = "2026-11-28T12:00:00Z"):
-    """POST /matches; on a 2xx, with the real projector running, returns once it reached the boards."""
-    response = server.post(f"{URL}/matches", {"match_id": match_id, "ended_at": at, "results": results})
-    if response.status_code in (200, 201) and not settings.PROJECTOR_INLINE:
-        projected()
-    return response
+    """POST /matches; on a 2xx, returns once the projector has it on the boards (SignedClient waits)."""
+    return server.post(f"{URL}/matches", {"match_id": match_id, "ended_at": at, "results": results})
 
 
 def top(board: str, window: str = "all") -> list[tuple[str, int]]:

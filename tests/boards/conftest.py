@@ -1,24 +1,20 @@
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
 from django.test import Client
 
 from scores.models import Player
 from scores.services import player_token_issue
 from tests.conftest import SHARDS, SignedClient, member_key, set_keys, set_members, topology  # noqa: F401
-from tests.projector import projected
 from tests.scores.conftest import projector_process  # noqa: F401 (the real projector, for the 1 s tests)
 
 URL = "/api/v1/games/chess"
 
 
 def submit(server: SignedClient, match_id: str, results: list[dict], at: str = "2026-11-28T12:00:00Z") -> None:
-    """Submits one match; on the real projector (tests/projector.py), returns once it is on the boards."""
+    """Submits one match; returns once the projector has it on the boards (SignedClient waits)."""
     response = server.post(f"{URL}/matches", {"match_id": match_id, "ended_at": at, "results": results})
     assert response.status_code == 201, response.content
-    if not settings.PROJECTOR_INLINE:
-        projected(f"match {match_id} on the boards")
 
 
 def player_client(player: str) -> Client:

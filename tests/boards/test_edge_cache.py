@@ -4,8 +4,8 @@ answers are served from nginx for at most the second docs/api.md §5.2 allows; n
 authenticated, no player or friends read and no error is ever kept.
 
 Django's side is counted where Django counts it: the request counter of /metrics, per route
-(every worker's, summed). Submissions are applied in the test process (PROJECTOR_INLINE, the
-suite's default) rather than by the projector process: these tests are about the reads."""
+(every worker's, summed). Submissions are applied by the projector process beside the test
+(tests/projector.py), as everywhere in the suite."""
 
 from __future__ import annotations
 

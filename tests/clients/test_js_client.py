@@ -12,12 +12,7 @@ import pytest
 
 from tests.clients.conftest import JS_PACKAGE
 
-pytestmark = [
-    pytest.mark.slow,
-    # the served web tier applies submissions in-request: the client suites read right after each
-    # 2xx and do not wait for docs/api.md §4.4's second yet (docs/dev-environment.md)
-    pytest.mark.inline_projection("the client suites read right after each 2xx, with no wait for the 1 s promise"),
-]
+pytestmark = pytest.mark.slow
 
 
 def test_the_js_client_suite_passes(served: dict[str, str]) -> None:

@@ -18,12 +18,7 @@ import pytest
 
 from tests.clients.conftest import PYTHON_PACKAGE as PACKAGE
 
-pytestmark = [
-    pytest.mark.slow,
-    # the served web tier applies submissions in-request: the client suites read right after each
-    # 2xx and do not wait for docs/api.md §4.4's second yet (docs/dev-environment.md)
-    pytest.mark.inline_projection("the client suites read right after each 2xx, with no wait for the 1 s promise"),
-]
+pytestmark = pytest.mark.slow
 
 SUITE_SECONDS = 600
 

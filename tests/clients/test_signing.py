@@ -64,7 +64,6 @@ def test_an_old_signature_is_refused(key) -> None:
     assert not _verify("GET", path, b"", stale)
 
 
-@pytest.mark.inline_projection("about who signs, not what the boards show")
 def test_the_suites_game_server_signs_with_the_client(server: SignedClient) -> None:
     # tests/conftest.py's SignedClient and the bench's load generator (every benchmark signs through
     # bench.loadgen.signed_headers, the fault suite too) sign with leaderboard_client.sign

@@ -19,8 +19,6 @@ from tests.reference import RefBoard, Reference
 
 # Property tests of what ingest decides in the request (docs/competitions.md): many examples in one
 # test's database (reset_results restarts its ids), nothing read from the boards.
-pytestmark = pytest.mark.inline_projection("a property test of ingest's answers, run example after example")
-
 STARTS = datetime(2026, 11, 20, tzinfo=UTC)
 ENDS = datetime(2026, 11, 22, tzinfo=UTC)
 MAX_ATTEMPTS = 2

@@ -24,8 +24,6 @@ from tests.reference import RefTournament
 
 # Property tests of what ingest decides in the request (docs/competitions.md): many examples in one
 # test's database (reset_results restarts its ids), nothing read from the boards.
-pytestmark = pytest.mark.inline_projection("a property test of ingest's answers, run example after example")
-
 STARTS = datetime(2000, 1, 1, tzinfo=UTC)
 RUNNING_UNTIL = datetime(2999, 1, 1, tzinfo=UTC)
 ENDED_AT = datetime(2000, 1, 2, tzinfo=UTC)

@@ -49,7 +49,6 @@ def _play(server: SignedClient, match_id: str, at: str, *scores: tuple[str, int]
     projected(f"match {match_id} on the boards")
 
 
-@pytest.mark.inline_projection("parses a configuration table: nothing is submitted")
 def test_a_bad_league_table_is_refused_naming_the_key() -> None:
     base = '[game]\nslug = "g"\nname = "G"\n[[boards]]\nslug = "b"\nname = "B"\nmax_score = 9\nwindows = WINDOWS\n'
     for windows, table, key in [

@@ -126,7 +126,6 @@ def test_a_tournament_table_is_applied_and_read_back(transactional_db) -> None:
         ),
     ],
 )
-@pytest.mark.inline_projection("parses a configuration table: nothing is submitted")
 def test_a_bad_tournament_table_is_refused_naming_the_key(edit, key) -> None:
     with pytest.raises(ConfigError) as exc:
         parse_game_config(edit(_TOML))

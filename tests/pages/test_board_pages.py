@@ -261,9 +261,6 @@ def test_a_deep_rank_is_shown_only_to_the_player_their_friends_and_staff(ranked,
     assert "#2" in Client().get(BOARD + "?player=bo").content.decode()  # within the public top
 
 
-@pytest.mark.inline_projection(
-    "about pages with Redis gone: the test's own Redis, which a projector started before could not follow"
-)
 def test_the_pages_still_answer_with_redis_down(server: SignedClient, game, throwaway_redis) -> None:
     """Reads fall back to Postgres (boards.selectors): the page says so and still ranks."""
     submit(server, "m1", [{"player": p, "board": "rating", "score": s} for p, s in (("ana", 500), ("bo", 400))])

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from django.test import Client
 
 from tests.pages.conftest import BOARD
 
 
-@pytest.mark.inline_projection("about the policy headers a page carries, not what it ranks")
 def test_pages_carry_a_policy_with_a_fresh_nonce_and_json_carries_none(ranked) -> None:
     client = Client()
     first, second = client.get(BOARD), client.get(BOARD)

@@ -27,6 +27,10 @@ from scores.projection import pending_lag
 from tests.conftest import SignedClient, set_keys
 from tests.polling import until
 
+pytestmark = pytest.mark.without_projector(
+    "the backlog is built on purpose; a test that wants a projector starts its own"
+)
+
 URL = "/api/v1/games/chess/matches"
 
 
@@ -40,7 +44,6 @@ def a_match(match_id: str, player: str, score: int = 7) -> dict:
 
 @pytest.fixture
 def admission_on(settings):
-    settings.PROJECTOR_INLINE = False  # the backlog is the projector's: nothing applies it in-request
     settings.ADMISSION_MAX_LAG_MS = 300
     settings.ADMISSION_MAX_PENDING = 5000
     settings.ADMISSION_REFRESH_MS = 50
@@ -150,7 +153,9 @@ def test_the_projector_publishes_its_pace_and_takes_it_away_when_it_stops(
 def _in_wait_for_admission() -> bool:
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND NOT granted", [ADMIT]
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND NOT granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            [ADMIT],
         )
         return cur.fetchone()[0] > 0
 

@@ -81,7 +81,8 @@ def _listening(path: Path) -> bool:
 def _service_waits_on_a_lock() -> bool:
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND wait_event_type = 'Lock'",
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+            " AND wait_event_type = 'Lock'",
             [APP_NAME],
         )
         return bool(cur.fetchone()[0])

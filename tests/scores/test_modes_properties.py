@@ -16,7 +16,10 @@ from scores.models import PlayerValue
 from tests.interleavings import Interleaving, assert_boards_match, matches, operations
 from tests.reference import RefBoard
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+pytestmark = [
+    pytest.mark.usefixtures("topology"),  # one Redis, and the cluster with sharded boards
+    pytest.mark.without_projector("the interleaving drives the projector batch by batch"),
+]
 
 BOARDS = [
     RefBoard("elo", "desc", "latest", 0, 5),
@@ -49,8 +52,7 @@ def _one(match_id: str, at: str, score: int, board: str = "elo", player: str = "
 
 
 @pytest.fixture
-def world(transactional_db, settings) -> Interleaving:
-    settings.PROJECTOR_INLINE = False
+def world(transactional_db) -> Interleaving:
     return Interleaving("modes", BOARDS)
 
 

@@ -24,14 +24,10 @@ from scores.signals import score_accepted
 from seasons import services as seasons
 from tests.conftest import SignedClient
 
+pytestmark = pytest.mark.without_projector("these tests run the projector's batches by hand")
+
 URL = "/api/v1/games/chess/matches"
 AT = "2026-11-29T18:59:58Z"
-
-
-@pytest.fixture
-def deferred(settings):
-    """Submissions wait for a projector batch, as in production."""
-    settings.PROJECTOR_INLINE = False
 
 
 def submit(server: SignedClient, match_id: str, results: list[dict], at: str = AT) -> dict:
@@ -52,7 +48,7 @@ def on_board(board: str, window: str = "all") -> list[tuple[str, int]]:
     ]
 
 
-def test_a_submission_counts_once_a_batch_applies_it(server, game, deferred) -> None:
+def test_a_submission_counts_once_a_batch_applies_it(server, game) -> None:
     submit(
         server, "m1", [{"player": "p1", "board": "points", "score": 7}, {"player": "p2", "board": "rating", "score": 5}]
     )
@@ -68,7 +64,7 @@ def test_a_submission_counts_once_a_batch_applies_it(server, game, deferred) -> 
     assert value("points", "p1") == 7
 
 
-def test_a_batch_spans_whatever_is_pending_and_totals_add_up(server, game, deferred) -> None:
+def test_a_batch_spans_whatever_is_pending_and_totals_add_up(server, game) -> None:
     for i in range(5):
         submit(server, f"m{i}", [{"player": "p1", "board": "points", "score": 10}])
     assert batch_apply(max_matches=2).matches == 2  # whole pending rows, up to the limit
@@ -77,7 +73,7 @@ def test_a_batch_spans_whatever_is_pending_and_totals_add_up(server, game, defer
     assert value("points", "p1") == 50 and on_board("points") == [("p1", 50)]
 
 
-def test_a_batch_rolled_back_midway_leaves_its_matches_pending(server, game, deferred) -> None:
+def test_a_batch_rolled_back_midway_leaves_its_matches_pending(server, game) -> None:
     """A crash before the batch commits: Postgres rolls back values and progress together."""
     submit(server, "m1", [{"player": "p1", "board": "points", "score": 10}])
 
@@ -93,7 +89,7 @@ def test_a_batch_rolled_back_midway_leaves_its_matches_pending(server, game, def
     assert value("points", "p1") == 10
 
 
-def test_a_batch_whose_redis_write_never_happened_is_healed_by_the_outbox(server, game, deferred) -> None:
+def test_a_batch_whose_redis_write_never_happened_is_healed_by_the_outbox(server, game) -> None:
     """The process dies between the Postgres commit and the Redis write: the values are
     durable, the outbox row says what Redis lacks, and the periodic drain writes it."""
     submit(server, "m1", [{"player": "p1", "board": "points", "score": 10}])
@@ -107,7 +103,7 @@ def test_a_batch_whose_redis_write_never_happened_is_healed_by_the_outbox(server
     assert on_board("points") == [("p1", 10)]
 
 
-def test_a_projector_batch_is_a_fixed_handful_of_statements(server, game, deferred) -> None:
+def test_a_projector_batch_is_a_fixed_handful_of_statements(server, game) -> None:
     def statements_of_a_batch(results_of) -> list[str]:
         for i in range(3):
             submit(server, f"{results_of(0)['player']}-m{i}", [results_of(i)])
@@ -129,7 +125,7 @@ def test_a_projector_batch_is_a_fixed_handful_of_statements(server, game, deferr
     assert named == plain, named
 
 
-def test_a_new_display_name_reaches_the_player_with_the_batch(server, game, deferred) -> None:
+def test_a_new_display_name_reaches_the_player_with_the_batch(server, game) -> None:
     submit(server, "m1", [{"player": "p1", "board": "rating", "score": 5, "display_name": "Ann"}])
     batch_apply()
     submit(server, "m2", [{"player": "p1", "board": "rating", "score": 6, "display_name": "Anna"}])
@@ -140,7 +136,7 @@ def test_a_new_display_name_reaches_the_player_with_the_batch(server, game, defe
     ] == ["Anna"]
 
 
-def test_lanes_divide_players_and_a_busy_lane_is_skipped(server, game, deferred) -> None:
+def test_lanes_divide_players_and_a_busy_lane_is_skipped(server, game) -> None:
     submit(server, "m1", [{"player": f"p{i}", "board": "rating", "score": i} for i in range(40)])
     rows = list(Pending.objects.values_list("lane", flat=True))
     assert len(rows) == len(set(rows)) > 1 and set(rows) <= set(range(LANES))  # one row per lane touched
@@ -167,7 +163,7 @@ def test_lanes_divide_players_and_a_busy_lane_is_skipped(server, game, deferred)
     assert PlayerValue.objects.filter(window="all").count() == 40
 
 
-def test_a_void_racing_unapplied_matches_counts_each_once(server, game, deferred) -> None:
+def test_a_void_racing_unapplied_matches_counts_each_once(server, game) -> None:
     """A total board: the void recomputes from what is applied, never from results the
     projector is about to add again."""
     submit(server, "a", [{"player": "p1", "board": "points", "score": 10}])
@@ -183,7 +179,7 @@ def test_a_void_racing_unapplied_matches_counts_each_once(server, game, deferred
     assert on_board("points") == [("p1", 60)]
 
 
-def test_a_void_of_a_match_not_applied_yet_never_counts_it(server, game, deferred) -> None:
+def test_a_void_of_a_match_not_applied_yet_never_counts_it(server, game) -> None:
     submit(server, "a", [{"player": "p1", "board": "points", "score": 10}])
     submit(server, "b", [{"player": "p1", "board": "points", "score": 5}])
     matches_void(game=game, match_pks=[Match.objects.get(match_id="a").pk], reason="cheat", actor=Actor("test"))
@@ -193,7 +189,7 @@ def test_a_void_of_a_match_not_applied_yet_never_counts_it(server, game, deferre
     assert on_board("points") == [("p1", 5)]
 
 
-def test_a_window_frozen_ahead_of_the_clock_takes_no_later_result(server, game, deferred) -> None:
+def test_a_window_frozen_ahead_of_the_clock_takes_no_later_result(server, game) -> None:
     """docs/api.md §4: a result for a frozen window counts in the windows still open, even
     when an operator froze a window before it ended (close_windows --now ... --force)."""
     today = timezone.now().date()
@@ -210,7 +206,7 @@ def test_a_window_frozen_ahead_of_the_clock_takes_no_later_result(server, game, 
     assert WindowCutoff.objects.filter(window=daily).count() == 1
 
 
-def test_an_approval_counts_the_held_match_now_but_not_in_windows_frozen_meanwhile(server, game, deferred) -> None:
+def test_an_approval_counts_the_held_match_now_but_not_in_windows_frozen_meanwhile(server, game) -> None:
     at = "2026-11-20T10:00:00Z"
     submit(server, "a", [{"player": "p1", "board": "rating", "score": 5}], at=at)
     held = Match.objects.get(match_id="a")
@@ -223,7 +219,7 @@ def test_an_approval_counts_the_held_match_now_but_not_in_windows_frozen_meanwhi
     assert held.counts_from is not None and held.counts_from > held.received_at
 
 
-def test_lag_is_the_age_of_the_oldest_pending_match(server, game, deferred) -> None:
+def test_lag_is_the_age_of_the_oldest_pending_match(server, game) -> None:
     before = timezone.now()
     submit(server, "m1", [{"player": "p1", "board": "rating", "score": 5}])
     count, oldest = pending_lag()

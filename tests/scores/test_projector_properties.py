@@ -15,7 +15,10 @@ from scores.models import PlayerValue
 from tests.interleavings import Interleaving, assert_boards_match, matches, operations
 from tests.reference import RefBoard
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+pytestmark = [
+    pytest.mark.usefixtures("topology"),  # one Redis, and the cluster with sharded boards
+    pytest.mark.without_projector("the interleaving drives the projector batch by batch"),
+]
 
 BOARDS = [
     RefBoard("high", "desc", "best", 0, 3),
@@ -51,8 +54,7 @@ def _one(match_id: str, board: str, score: int, player: str = "a") -> dict:
 
 
 @pytest.fixture
-def world(transactional_db, settings) -> Interleaving:
-    settings.PROJECTOR_INLINE = False
+def world(transactional_db) -> Interleaving:
     return Interleaving("prop", BOARDS)
 
 

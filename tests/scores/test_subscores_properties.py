@@ -18,7 +18,10 @@ from scores.selectors import cached_board
 from tests.interleavings import Interleaving, assert_boards_match, matches, operations
 from tests.reference import RefBoard
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+pytestmark = [
+    pytest.mark.usefixtures("topology"),  # one Redis, and the cluster with sharded boards
+    pytest.mark.without_projector("the interleaving drives the projector batch by batch"),
+]
 
 BOARDS = [
     # fewest strokes, then most birdies, then fewest penalties
@@ -68,8 +71,7 @@ def _refused(match: dict, body: dict) -> None:
 
 
 @pytest.fixture
-def world(transactional_db, settings) -> Interleaving:
-    settings.PROJECTOR_INLINE = False
+def world(transactional_db) -> Interleaving:
     return Interleaving("subs", BOARDS, refused=_refused)
 
 

@@ -17,6 +17,8 @@ from scores.windows import result_windows
 from tests.conftest import SignedClient, reset_results
 from tests.factories import BoardFactory, GameFactory, SeasonFactory, server_key
 
+pytestmark = pytest.mark.without_projector("the test applies batches by hand and reads the windows they wrote")
+
 ZONES = ["UTC", "Europe/Paris", "America/Los_Angeles", "Asia/Kathmandu", "Pacific/Chatham", "Australia/Lord_Howe"]
 # around year, month, ISO week and DST boundaries, all in the past (a result may not end in the
 # future): 2025-12-31 is in ISO week 2026-W01, 2021-01-03 in 2020-W53
@@ -26,8 +28,7 @@ BASES = [datetime(2025, 12, 31, 23, 0, tzinfo=UTC), datetime(2021, 1, 3, 12, 0, 
 
 
 @pytest.fixture
-def zoned(transactional_db, settings):
-    settings.PROJECTOR_INLINE = False
+def zoned(transactional_db):
     game = GameFactory(slug="zoned", reset_timezone="UTC")
     BoardFactory(game=game, slug="b", regions=True, windows=["all", "daily", "weekly", "monthly", "season"])
     Region.objects.create(game=game, slug="far", timezone="Pacific/Chatham")

@@ -19,7 +19,6 @@ from tests.seasons.conftest import AFTER_GRACE, DAY
 pytestmark = pytest.mark.usefixtures("real_projector")
 
 
-@pytest.mark.inline_projection("about the close job running in a Celery worker, not about how results arrive")
 def test_a_real_worker_runs_the_close_job(day) -> None:
     db = connection.settings_dict
     env = {
