@@ -23,6 +23,9 @@ VENV_PY := $(VENV)/bin/python
 # Touched after a successful install: requirements.txt newer than it means reinstall.
 STAMP := $(VENV)/.installed
 SERVICES := $(VENV_PY) scripts/services.py
+# pytest-xdist workers for `make test` (at most scripts/services.py TEST_WORKERS): three keep both
+# cores busy while one worker waits on a server it started (docs/dev-environment.md, "Test tiers, workers and the fast loop")
+TEST_WORKERS ?= 3
 
 .PHONY: run test manage lint bench faults clean-local venv browser nginx axe jsclient
 .DEFAULT_GOAL := run
@@ -59,7 +62,7 @@ test: venv browser nginx axe jsclient
 	@echo "==> ruff check ."; $(VENV)/bin/ruff check .
 	@echo "==> ruff format --check ."; $(VENV)/bin/ruff format --check .
 	@echo "==> mypy against its baseline (scripts/typecheck.py)"; $(VENV_PY) scripts/typecheck.py
-	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest --cov --cov-report=term $(PYTEST_ARGS)
+	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest -n $(TEST_WORKERS) --durations=25 --cov --cov-report=term $(PYTEST_ARGS)
 
 # The browser tests (tests/e2e/) drive Debian's chromium through chromedriver at these paths;
 # nothing downloads a browser. Present: nothing to do; root with apt-get: install; else say what.

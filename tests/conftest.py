@@ -29,10 +29,10 @@ from tests.projector import (  # noqa: F401 (fixtures for every directory)
     shared_projector_stop,
 )
 
-# Tests that share something of which a test run has only one: under pytest-xdist
-# (`--dist loadgroup`, the Makefile's) each group runs on one worker, one test after another.
-# The rest spread over the workers test by test, each worker with a database, a Redis db and a
-# projector of its own (leaderboard_project/settings_test.py, tests/projector.py).
+# Tests that share something of which a test run has only one: under pytest-xdist each group
+# runs on one worker, one test after another (pytest_xdist_make_scheduler below). The rest
+# spread over the workers test by test, each worker with a database, a Redis db and a projector
+# of its own (leaderboard_project/settings_test.py, tests/projector.py).
 XDIST_GROUPS = {
     # the fault suite's servers, under the fixed .local/faults/ (bench/faults.py)
     "tests/bench/test_faults.py": "faults",
@@ -40,17 +40,45 @@ XDIST_GROUPS = {
 CLUSTER_GROUP = "cluster"  # the run's one local Redis Cluster, flushed by its tests (topology)
 
 
-def xdist_group(item: pytest.Item) -> str | None:
-    """The group an item runs in under pytest-xdist, if any."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and callspec.params.get("topology") == "cluster":
+def xdist_group(nodeid: str) -> str | None:
+    """The group a test runs in under pytest-xdist, if any, from its id alone (the scheduler
+    sees ids, not items): a cluster copy of a two-topology test (`[cluster]`, `[cluster-...]`,
+    `[...-cluster]`), or a module of XDIST_GROUPS."""
+    path, _, name = nodeid.partition("::")
+    params = name.partition("[")[2].rstrip("]")
+    if CLUSTER_GROUP in params.split("-"):
         return CLUSTER_GROUP
-    return XDIST_GROUPS.get(item.nodeid.partition("::")[0])
+    return XDIST_GROUPS.get(path)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each item in the group it shares a one-of-a-kind resource with (xdist_group above).
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with a scope per group and one per test outside any group: the
+    biggest scope goes out first, the other workers share the rest test by test. (Not xdist's
+    own `--dist loadgroup`: it marks groups by rewriting `item._nodeid`, which pytest 9 no
+    longer reads, so its groups silently spread over every worker.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid) or nodeid
+
+    return GroupScheduling(config, log)
+
+
+def sharding_irrelevant(item: pytest.Item) -> bool:
+    """A cluster copy of a test marked `one_redis("<why sharding plays no part>")`: refusals,
+    parsing and credentials are decided before any Redis is read, so a second run on the
+    cluster would only repeat the first."""
+    callspec = getattr(item, "callspec", None)
+    return (
+        callspec is not None
+        and callspec.params.get("topology") == "cluster"
+        and item.get_closest_marker("one_redis") is not None
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Cluster copies of tests about something else are dropped (`one_redis`).
 
     In a module with tests on the real projector, the tests that want the same projector
     process (one topology, on the real projector or not) run one after the other, each group in
@@ -67,6 +95,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         return (str(callspec.params.get("topology", "")) if callspec else "", not on_projector(item))
 
+    dropped = [item for item in items if sharding_irrelevant(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not sharding_irrelevant(item)]
     grouped = {module(item) for item in items if on_projector(item)}
     first: dict[str, int] = {}
     for i, item in enumerate(items):
@@ -79,10 +111,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             order[id(item)],
         )
     )
-    for item in items:
-        name = xdist_group(item)
-        if name is not None:
-            item.add_marker(pytest.mark.xdist_group(name))
 
 
 def projector_wanted(item: pytest.Item) -> bool:

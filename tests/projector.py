@@ -26,11 +26,18 @@ import pytest
 
 from monitoring.lag import ingest_lag
 from scores.locks import ALL_LANES, APPLY
+from scores.projection import pending_lag
 from scores.projection.runner import owned_lanes
 from tests.polling import until
 
 REPO = Path(__file__).resolve().parents[1]
 APP_NAME = "leaderboard-projector-under-test"
+
+
+# Fixtures that change what the projector process must be started with (process_env): the
+# cluster of the test's topology, a Redis of the test's own, the after-the-fact checks. A test
+# using one gets a projector started after it.
+ENVIRONMENT_FIXTURES = ("topology", "throwaway_redis", "guarded_redis", "async_checks")
 
 
 def projector_start(env: dict[str, str], *args: str) -> subprocess.Popen:
@@ -166,7 +173,7 @@ def real_projector(request: pytest.FixtureRequest, settings, shared_projector) -
     database that does not say otherwise."""
     request.getfixturevalue("transactional_db")  # the process sees only what is committed
     # what shapes the process's environment: the cluster, the Redis, the after-the-fact checks
-    for name in ("topology", "throwaway_redis", "async_checks"):
+    for name in ENVIRONMENT_FIXTURES:
         if name in request.fixturenames:
             request.getfixturevalue(name)
     proc = _shared_projector(process_env(settings, APP_NAME))
@@ -190,6 +197,12 @@ def real_projector(request: pytest.FixtureRequest, settings, shared_projector) -
 def projector_running() -> bool:
     """Whether the kept projector runs now (a test marked without_projector has none)."""
     return _Shared.proc is not None and _Shared.proc.poll() is None
+
+
+def applied(what: str = "every acknowledged submission applied to Postgres", *, timeout: float = 10.0) -> None:
+    """Waits until the projector has applied every pending match to Postgres (its backlog is
+    empty), whether or not Redis has the result yet: for a test that took Redis away."""
+    until(lambda: pending_lag()[0] == 0, what, timeout=timeout, every=0.02)
 
 
 def projected(what: str = "every acknowledged submission on the boards", *, timeout: float = 10.0) -> None:

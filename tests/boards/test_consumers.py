@@ -33,6 +33,8 @@ from tests.factories import GameFactory, server_key
 from tests.websocket import WebsocketCommunicator
 
 pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
+# refused at the handshake, before any board is read (tests/conftest.py one_redis)
+HANDSHAKE = pytest.mark.one_redis("about refusing a socket at the handshake")
 
 WS = "/ws/games/chess/boards/rating/"
 DEADLINE = 15.0  # seconds: generous on a busy machine; a passing test never waits for it
@@ -153,12 +155,14 @@ async def test_an_unchanged_top_ten_is_not_sent_again(server: SignedClient) -> N
         "/ws/somewhere/else/",
     ],
 )
+@HANDSHAKE
 @run_async
 async def test_unknown_game_board_window_region_or_path_is_closed_4404(game, path: str) -> None:
     comm = await opened(path)
     assert await closed_with(comm) == 4404
 
 
+@HANDSHAKE
 @run_async
 async def test_a_bad_token_is_closed_4401_and_another_games_token_4403(ranked: SignedClient) -> None:
     comm = await opened(WS + "?token=not-a-token")
@@ -170,6 +174,7 @@ async def test_a_bad_token_is_closed_4401_and_another_games_token_4403(ranked: S
     assert await closed_with(comm) == 4403
 
 
+@HANDSHAKE
 @run_async
 async def test_another_sites_origin_is_refused_at_the_handshake(game) -> None:
     comm = WebsocketCommunicator(websocket_application(), WS, headers=[(b"origin", b"https://evil.example")])

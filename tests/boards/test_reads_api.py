@@ -19,6 +19,11 @@ from tests.scores.test_ingest_api import assert_error
 
 # one Redis, and the cluster with sharded boards; the projector after the topology it follows
 pytestmark = pytest.mark.usefixtures("topology", "real_projector")
+# Decided before any board is read: one Redis is enough (tests/conftest.py one_redis)
+PARAMETERS = pytest.mark.one_redis("about refusing bad parameters and unknown names")
+CREDENTIALS = pytest.mark.one_redis("about who may read what")
+FRIEND_LISTS = pytest.mark.one_redis("about who may replace friend lists")
+WINDOW_NAMES = pytest.mark.one_redis("about resolving a window's name")
 
 
 def top(path: str = "/boards/rating/top", **params) -> dict:
@@ -83,6 +88,7 @@ def test_top_bad_parameters(ranked, params, status, code) -> None:
     assert_error(Client().get(URL + "/boards/rating/top", params), status, code)
 
 
+@PARAMETERS
 def test_top_unknown_game_or_board_is_404(ranked) -> None:
     assert_error(Client().get("/api/v1/games/nope/boards/rating/top"), 404, "unknown_game")
     assert_error(Client().get(URL + "/boards/nope/top"), 404, "unknown_board")
@@ -129,6 +135,7 @@ def test_known_player_without_a_score_in_the_window(ranked) -> None:
     assert body["rank"] is None and body["score"] is None and body["around"] == []
 
 
+@PARAMETERS
 def test_unknown_player_is_404(ranked) -> None:
     assert_error(ranked.get(URL + "/boards/rating/players/nobody"), 404, "unknown_player")
 
@@ -141,6 +148,7 @@ def test_bad_around_is_400(ranked, around) -> None:
 # --- authorization ----------------------------------------------------------------------------
 
 
+@CREDENTIALS
 def test_player_reads_needs_credentials(ranked) -> None:
     assert_error(Client().get(URL + "/boards/rating/players/p1"), 401, "not_authenticated")
     assert_error(
@@ -150,6 +158,7 @@ def test_player_reads_needs_credentials(ranked) -> None:
     )
 
 
+@CREDENTIALS
 def test_a_player_reads_themselves_and_friends_but_not_strangers(ranked) -> None:
     response = ranked.request("PUT", URL + "/players/p1/friends", {"friends": ["p2"]})
     assert response.status_code == 200 and response.json() == {"friends": ["p2"]}
@@ -160,6 +169,7 @@ def test_a_player_reads_themselves_and_friends_but_not_strangers(ranked) -> None
     assert_error(p1.get(URL + "/boards/rating/players/p3"), 403)  # not a friend
 
 
+@CREDENTIALS
 def test_token_of_another_game_and_key_of_another_game_are_403(ranked) -> None:
     other = GameFactory(slug="go")
     key, secret = server_key(other)
@@ -174,6 +184,7 @@ def test_token_of_another_game_and_key_of_another_game_are_403(ranked) -> None:
     )
 
 
+@CREDENTIALS
 def test_staff_session_reads_anyone(ranked) -> None:
     User.objects.create_user("mod", password="pw", is_staff=True)
     User.objects.create_user("joe", password="pw")
@@ -184,6 +195,7 @@ def test_staff_session_reads_anyone(ranked) -> None:
     assert_error(joe.get(URL + "/boards/rating/players/p3"), 403, "forbidden")
 
 
+@CREDENTIALS
 def test_token_endpoint(ranked) -> None:
     response = ranked.post(URL + "/players/p1/token")
     assert response.status_code == 200
@@ -196,6 +208,7 @@ def test_token_endpoint(ranked) -> None:
     assert_error(Client().post(URL + "/players/p1/token"), 401, "not_authenticated")
 
 
+@CREDENTIALS
 def test_expired_token_is_401(ranked) -> None:
     from scores.auth import make_player_token
     from scores.models import Player
@@ -245,6 +258,7 @@ def test_bad_friend_lists_are_400(ranked, body) -> None:
     assert not Friendship.objects.exists()
 
 
+@FRIEND_LISTS
 def test_friends_put_needs_a_server_key(ranked) -> None:
     assert_error(
         player_client("p1").put(URL + "/players/p1/friends", {"friends": []}, content_type="application/json"), 401
@@ -272,6 +286,7 @@ def test_friends_board_with_a_thousand_friends(server: SignedClient, game) -> No
     assert scores == sorted(scores, reverse=True)
 
 
+@WINDOW_NAMES
 def test_current_season_window_resolves_to_the_running_season(ranked, game) -> None:
     from datetime import timedelta
 

@@ -9,8 +9,6 @@ from rest_framework.request import Request
 
 from boards import api
 
-pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
-
 
 @pytest.mark.parametrize("serializer", list(api.QUERY_DEFAULTS))
 def test_the_fast_defaults_are_the_serializers_defaults(serializer) -> None:

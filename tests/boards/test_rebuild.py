@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections
 
 from boards import index, services
 from rediskit import keys
@@ -69,10 +71,8 @@ def test_rebuild_replays_values_committed_while_it_streamed(server: SignedClient
     rating = Board.objects.get(game=game, slug="rating")
     late: list[bool] = []
 
-    def progress(n: int) -> None:
-        # a submission lands after the rebuild has read its rows, before the swap
-        if not late:
-            late.append(True)
+    def late_submission() -> None:
+        try:  # its own connection: committed and applied while the rebuild's stream is still open
             server.post(
                 "/api/v1/games/chess/matches",
                 {
@@ -81,6 +81,17 @@ def test_rebuild_replays_values_committed_while_it_streamed(server: SignedClient
                     "results": [{"player": "late", "board": "rating", "score": 999}],
                 },
             )
+        finally:
+            connections.close_all()
+
+    def progress(n: int) -> None:
+        # a submission lands, and the projector mirrors it to the live keys, after the rebuild
+        # has read its rows, before the swap: the swap drops it, the catch-up must put it back
+        if not late:
+            late.append(True)
+            submitter = threading.Thread(target=late_submission)
+            submitter.start()
+            submitter.join()
 
     services.boards_rebuild(boards=[rating], progress=progress)
     value = PlayerValue.objects.get(board=rating, window="all", player__external_id="late")

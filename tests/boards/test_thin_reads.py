@@ -293,13 +293,12 @@ def test_the_openapi_schema_is_the_drf_views_schema() -> None:
     assert '"boards_top"' in schema(drf_patterns)
 
 
+@pytest.mark.one_redis("one Redis: a sharded board's read is a pipeline per node (docs/reads.md)")
 def test_a_players_own_warm_reads_are_one_redis_round_trip(social, topology, monkeypatch) -> None:
     """docs/reads.md's table: a player's own standing and own friends board, with this
     process's caches warm, cost one Redis round trip each (the board script, which counts the
     rate limits too), and a top page held for the second costs none. Counted at the
     connection's send, with the real Redis behind it."""
-    if topology != "one":
-        pytest.skip("one Redis: a sharded board's read is a pipeline per node (docs/reads.md)")
     from redis.connection import AbstractConnection  # every connection class sends through it
 
     sent: list[int] = []

@@ -32,6 +32,7 @@ from scores.services import game_config_apply
 from scores.windows import windows_for
 from tests.conftest import SignedClient
 from tests.factories import server_key
+from tests.projector import projected
 
 SMALL = {"players": 300, "matches": 200, "seed": 7, "no_progress": True}
 
@@ -160,6 +161,7 @@ def test_demo_load_equals_a_replay_through_the_real_ingest_path(transactional_db
     for i in range(0, len(matches), 37):
         outcomes = matches_submit(game=replay, server_key=None, matches=matches[i : i + 37])
         assert {o.status for o in outcomes} == {"accepted"}
+    projected("the replay applied by the projector")
 
     def by_names(g: Game) -> dict:
         rows = PlayerValue.objects.filter(board__game=g).values_list(

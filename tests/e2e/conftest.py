@@ -155,47 +155,73 @@ def csp_violations(driver) -> list[str]:  # noqa: ANN001
     return [m for m in messages if "Content Security Policy" in m and not _OUTSIDE_LOAD.search(m)]
 
 
-@contextlib.contextmanager
-def _quit_checking_csp(driver) -> Iterator:  # noqa: ANN001
-    """Every browser test also checks that the policy blocked nothing its pages needed."""
+# Each kind of browser starts once per test process (a Chromium start costs a second or two of
+# both cores) and is lent to one test at a time, emptied in between: no cookie (cookies ignore
+# ports, so one test's session would reach the next test's server), no cache, no page, no
+# console message of the test before. Every test's server has a port of its own, so storage
+# kept per origin is never seen again.
+_KINDS: dict[str, dict] = {
+    "browser": {"width": 1280, "height": 900},
+    "offline_browser": {"width": 1280, "height": 900, "offline": True},
+    "phone": {"width": 390, "height": 844, "mobile": True},
+    "browser_without_js": {"width": 1280, "height": 900, "javascript": False},
+}
+
+
+@pytest.fixture(scope="session")
+def _browsers() -> Iterator[dict]:
+    started: dict = {}
+    yield started
+    for driver in started.values():
+        with contextlib.suppress(Exception):
+            driver.quit()
+
+
+def _lend(started: dict, kind: str) -> Iterator:
+    """The kind's browser, emptied; afterwards, the check every browser test makes: the policy
+    blocked nothing its pages needed."""
+    driver = started.get(kind)
     try:
-        yield driver
-        blocked = csp_violations(driver)
-        assert not blocked, f"the Content-Security-Policy blocked: {blocked}"
-    finally:
-        driver.quit()
+        if driver is not None:
+            driver.get("about:blank")
+    except Exception:  # a test left it broken: start another
+        with contextlib.suppress(Exception):
+            driver.quit()
+        driver = None
+    if driver is None:
+        options = _KINDS[kind]
+        driver = started[kind] = _chrome(options["width"], options["height"], **{
+            k: v for k, v in options.items() if k not in ("width", "height")
+        })  # fmt: skip
+        driver.set_page_load_timeout(30)
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+    driver.get_log("browser")  # the console so far: another test's
+    yield driver
+    blocked = csp_violations(driver)
+    assert not blocked, f"the Content-Security-Policy blocked: {blocked}"
 
 
 @pytest.fixture
-def browser() -> Iterator:
-    driver = _chrome(1280, 900)
-    driver.set_page_load_timeout(30)
-    with _quit_checking_csp(driver):
-        yield driver
+def browser(_browsers: dict) -> Iterator:
+    yield from _lend(_browsers, "browser")
 
 
 @pytest.fixture
-def offline_browser() -> Iterator:
+def offline_browser(_browsers: dict) -> Iterator:
     """A desktop window that cannot reach anything but this machine."""
-    driver = _chrome(1280, 900, offline=True)
-    driver.set_page_load_timeout(30)
-    with _quit_checking_csp(driver):
-        yield driver
+    yield from _lend(_browsers, "offline_browser")
 
 
 @pytest.fixture
-def phone() -> Iterator:
+def phone(_browsers: dict) -> Iterator:
     """A phone-sized window (390 x 844 CSS pixels, an iPhone 12-14)."""
-    driver = _chrome(390, 844, mobile=True)
-    with _quit_checking_csp(driver):
-        yield driver
+    yield from _lend(_browsers, "phone")
 
 
 @pytest.fixture
-def browser_without_js() -> Iterator:
-    driver = _chrome(1280, 900, javascript=False)
-    with _quit_checking_csp(driver):
-        yield driver
+def browser_without_js(_browsers: dict) -> Iterator:
+    yield from _lend(_browsers, "browser_without_js")
 
 
 AXE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"

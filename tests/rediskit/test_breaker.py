@@ -22,6 +22,7 @@ from rediskit.client import get_redis
 from scores.models import BoardOutbox, Match
 from tests.boards.test_redis_down import URL, ThrowawayRedis, _match
 from tests.conftest import SignedClient
+from tests.projector import applied
 
 
 @pytest.fixture
@@ -45,9 +46,11 @@ def _open(server: ThrowawayRedis) -> bool:
 def test_a_hung_redis_costs_one_timeout_then_fails_fast_and_heals(server: SignedClient, game, guarded_redis, caplog):
     assert server.post(URL, _match("before", "p1", 100)).status_code == 201
     os.kill(guarded_redis.proc.pid, signal.SIGSTOP)
+    hung = SignedClient(server.key_id, server.secret, settle=False)  # nothing reaches Redis now
     with caplog.at_level(logging.INFO, logger="rediskit.breaker"):
         for i in range(5):
-            assert server.post(URL, _match(f"hung-{i}", f"p{i}", 200 + i)).status_code == 201
+            assert hung.post(URL, _match(f"hung-{i}", f"p{i}", 200 + i)).status_code == 201
+        applied("the matches applied to Postgres while Redis hangs")
         assert _open(guarded_redis)
         with pytest.raises(RedisUnavailable):  # refused without touching the socket
             get_redis().ping()
@@ -103,7 +106,10 @@ def test_reads_answer_from_postgres_while_the_index_is_not_rebuilt(server: Signe
     for i in range(3):
         assert server.post(URL, _match(f"m{i}", f"p{i}", 100 + i)).status_code == 201
     get_redis().flushdb()  # what a restart of a Redis that keeps nothing on disk looks like
-    assert server.post(URL, _match("after", "late", 50)).status_code == 201  # one entry on the fresh board
+    # the mirror of the three before is gone with it: only the projector's apply can be waited for
+    fresh_redis = SignedClient(server.key_id, server.secret, settle=False)
+    assert fresh_redis.post(URL, _match("after", "late", 50)).status_code == 201  # one entry on the fresh board
+    applied("the late match applied")
     top = Client().get("/api/v1/games/chess/boards/rating/top").json()
     assert top["degraded"] is True and top["total"] == 4 and len(top["entries"]) == 4
     board_index_heal(grace_seconds=0)

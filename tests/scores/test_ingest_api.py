@@ -22,6 +22,8 @@ from tests.projector import projected
 
 # one Redis, and the cluster with sharded boards; the real projector process
 pytestmark = pytest.mark.usefixtures("topology", "real_projector")
+# refused before anything is stored or read: one Redis is enough (tests/conftest.py one_redis)
+REFUSAL = pytest.mark.one_redis("about a refusal, decided before any board is read")
 
 URL = "/api/v1/games/chess/matches"
 
@@ -91,6 +93,7 @@ def test_same_match_id_with_another_body_is_409(server: SignedClient) -> None:
     assert PlayerValue.objects.get(window="all").value == 1450
 
 
+@REFUSAL
 @pytest.mark.parametrize(
     "body, code",
     [
@@ -131,6 +134,7 @@ def test_invalid_match_is_400_and_stores_nothing(server: SignedClient, body, cod
     assert {k.decode() for r in {get_redis(), index.index()} for k in r.scan_iter()} <= {keys.BUILT_MARKER}
 
 
+@REFUSAL
 def test_ended_at_more_than_60s_in_future_is_400(server: SignedClient) -> None:
     soon = (timezone.now() + timedelta(seconds=30)).isoformat()
     later = (timezone.now() + timedelta(seconds=120)).isoformat()
@@ -139,12 +143,14 @@ def test_ended_at_more_than_60s_in_future_is_400(server: SignedClient) -> None:
     assert not Match.objects.filter(match_id="m-late").exists()
 
 
+@REFUSAL
 def test_not_json_is_400(server: SignedClient) -> None:
     assert_error(server.post(URL, raw=b"{not json"), 400, "invalid_json")
     assert_error(server.post(URL, raw=b"[1, 2]"), 400, "invalid_body")  # JSON, not a match object
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_oversized_body_is_413(server: SignedClient, settings) -> None:
     from django.conf import settings as live
 
@@ -156,18 +162,21 @@ def test_oversized_body_is_413(server: SignedClient, settings) -> None:
 # --- authentication (docs/api.md §3.1) ----------------------------------------------------
 
 
+@REFUSAL
 def test_missing_signature_is_401(server: SignedClient) -> None:
     response = server.client.post(URL, json.dumps(a_match()), content_type="application/json")
     assert_error(response, 401, "not_authenticated")
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_wrong_signature_is_401(server: SignedClient) -> None:
     forged = SignedClient(server.key_id, "not-the-secret")
     assert_error(forged.post(URL, a_match()), 401, "authentication_failed")
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_malformed_signature_is_401(server: SignedClient) -> None:
     body = json.dumps(a_match()).encode()
     for header in ["garbage", "t=abc,v1=00", "t=1,v1=zz", f"v1={'0' * 64}"]:
@@ -178,11 +187,13 @@ def test_malformed_signature_is_401(server: SignedClient) -> None:
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_unknown_key_is_401(server: SignedClient) -> None:
     assert_error(SignedClient("sk_unknown", server.secret).post(URL, a_match()), 401, "authentication_failed")
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_tampered_body_is_401(server: SignedClient) -> None:
     from leaderboard_client.signing import sign
 
@@ -198,6 +209,7 @@ def test_tampered_body_is_401(server: SignedClient) -> None:
 # Well past the 300 s window on either side: the timestamp is whole seconds, and on a loaded
 # machine the request can reach the server a few seconds after it was signed, so a skew of
 # 301 could land back inside the window.
+@REFUSAL
 @pytest.mark.parametrize("skew", [-330, 330])
 def test_stale_or_future_signature_is_401(server: SignedClient, skew: int) -> None:
     from leaderboard_client.signing import sign
@@ -211,6 +223,7 @@ def test_stale_or_future_signature_is_401(server: SignedClient, skew: int) -> No
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_signature_covers_the_query_string(server: SignedClient) -> None:
     from leaderboard_client.signing import sign
 
@@ -221,6 +234,7 @@ def test_signature_covers_the_query_string(server: SignedClient) -> None:
     assert server.post(URL + "?x=1", a_match()).status_code == 201
 
 
+@REFUSAL
 def test_key_of_another_game_is_403(server: SignedClient, game) -> None:
     other = GameFactory(slug="go")
     key, secret = server_key(other)
@@ -228,6 +242,7 @@ def test_key_of_another_game_is_403(server: SignedClient, game) -> None:
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_revoked_key_is_refused_on_its_next_request(server: SignedClient, game) -> None:
     key = game.server_keys.get(key_id=server.key_id)
     assert server.post(URL, a_match("m-a")).status_code == 201
@@ -236,12 +251,14 @@ def test_revoked_key_is_refused_on_its_next_request(server: SignedClient, game) 
     assert not Match.objects.filter(match_id="m-b").exists()
 
 
+@REFUSAL
 def test_key_without_submit_scope_is_403(game) -> None:
     key, secret = server_key(game, scopes=("moderate",))
     assert_error(SignedClient(key.key_id, secret).post(URL, a_match()), 403, "forbidden")
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_unknown_game_is_refused_without_storing(server: SignedClient) -> None:
     response = server.post("/api/v1/games/nope/matches", a_match())
     # the key is chess's: "a key of another game" (docs/api.md §3.1), before the game is looked up
@@ -249,6 +266,7 @@ def test_unknown_game_is_refused_without_storing(server: SignedClient) -> None:
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_secret_is_not_in_the_database(server: SignedClient, game) -> None:
     from django.db import connection
 
@@ -303,12 +321,14 @@ def test_batch_with_the_same_match_twice_counts_it_once(server: SignedClient) ->
     assert PlayerValue.objects.get(window="all").value == 7
 
 
+@REFUSAL
 @pytest.mark.parametrize("body", [{"matches": []}, {"matches": "x"}, {}, {"matches": [a_match()] * 1001}])
 def test_batch_envelope_errors_are_400(server: SignedClient, body) -> None:
     assert_error(server.post(URL + "/batch", body), 400, "invalid_body")
     assert not Match.objects.exists()
 
 
+@REFUSAL
 def test_an_invalid_body_under_a_known_match_id_is_400_not_409(server: SignedClient) -> None:
     assert server.post(URL, a_match()).status_code == 201
     bad = a_match(results=[{"player": "p42", "board": "rating", "score": -5}])
@@ -325,9 +345,10 @@ def test_single_submission_query_count_is_pinned(server: SignedClient, game) -> 
     assert (
         server.post(URL, a_match("warm-up")).status_code == 201
     )  # the server key and game config are now cached in this process
+    at_the_answer = SignedClient(server.key_id, server.secret, settle=False)  # no wait in the count
     with CaptureQueriesContext(connection) as ctx:
         better = a_match("m-counted", results=[{"player": "p42", "board": "rating", "score": 1500}])
-        assert server.post(URL, better).status_code == 201
+        assert at_the_answer.post(URL, better).status_code == 201
     # One statement in one transaction: players, match, results, the projector's pending row,
     # with what was stored before and the windows' cutoffs read back (the game fixture's boards
     # have every anti-cheat rule off, so no Redis either); then the projector's wake-up, a
