@@ -9,6 +9,7 @@ suite's default) rather than by the projector process: these tests are about the
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import urllib.error
@@ -19,9 +20,11 @@ from email.message import Message
 import pytest
 from leaderboard_client.signing import sign
 
+from rediskit import keys
+from rediskit.client import get_redis
 from scripts import web
 from tests.boards.conftest import URL, submit
-from tests.conftest import SignedClient
+from tests.conftest import SignedClient, mark_index_built
 from tests.test_web import _get, serving
 
 TOP = f"{URL}/boards/rating/top"
@@ -202,3 +205,29 @@ def test_cors_answers_come_through_the_cache_and_preflights_reach_django(edge: i
         with urllib.request.urlopen(request, timeout=5) as response:
             assert response.status == 204 and response.headers.get("X-Cache-Status") is None
             assert response.headers.get("Access-Control-Allow-Methods") == "GET, HEAD, OPTIONS"
+
+
+def test_a_degraded_answer_is_not_kept_at_the_edge(edge: int) -> None:
+    """docs/reads.md "The edge cache" (docs/api.md §5.8): degraded answers say
+    `X-Accel-Expires: 0` and are never kept. While the index is not built (its marker missing, as
+    after a Redis restart, docs/reliability.md) a top read is answered from Postgres, degraded;
+    the same read right after the index is back, within the same second (when a kept answer
+    would still be served), reaches Django and is not degraded."""
+
+    def reads(attempt: int) -> tuple[int, list[tuple[int, str | None, dict]]]:
+        path = f"{TOP}?limit={attempt + 30}"  # a key no earlier attempt stored
+        before = reached_django(edge, "top")
+        get_redis().delete(keys.BUILT_MARKER)
+        try:
+            degraded = get(edge, path)
+        finally:
+            mark_index_built()
+        recovered = get(edge, path)
+        answers = [(s, h.get("X-Cache-Status"), json.loads(b)) for s, h, b in (degraded, recovered)]
+        return reached_django(edge, "top") - before, answers
+
+    django, [(status, cache, degraded), (status_after, cache_after, recovered)] = within_one_second(reads)
+    assert (status, degraded["degraded"], degraded["total"]) == (200, True, 5)
+    assert (status_after, "degraded" in recovered, recovered["total"]) == (200, False, 5)
+    assert (cache, cache_after) == ("MISS", "MISS")  # nothing kept: the second read was not a HIT
+    assert django == 2
