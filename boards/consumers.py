@@ -412,9 +412,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
         if kind is not None:
             self.outbox = [waiting for waiting in self.outbox if live.state_kind(waiting) != kind]
         self.outbox.append(text)
-        if len(self.outbox) > OUTBOX_EVENTS + 2:  # the rest are events: a top and a rank at most
-            oldest_event = next(i for i, waiting in enumerate(self.outbox) if live.state_kind(waiting) is None)
-            del self.outbox[oldest_event]
+        if len(self.outbox) > OUTBOX_EVENTS:
+            # events counted apart from the top and rank that may wait with them: a bound on the
+            # whole outbox would keep OUTBOX_EVENTS + 1 of them whenever no top waits
+            events = [i for i, waiting in enumerate(self.outbox) if live.state_kind(waiting) is None]
+            if len(events) > OUTBOX_EVENTS:
+                del self.outbox[events[0]]
 
     def _send(self, text: str) -> None:
         try:

@@ -12,6 +12,7 @@ import functools
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,9 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
-from boards import live
+from boards import consumers, live
 from boards.consumers import hub
 from boards.routing import websocket_application
 from scores.models import Game, Player, PlayerAccount
@@ -234,6 +236,49 @@ async def test_a_socket_from_a_games_browser_origin_ignores_the_session_cookie(r
     assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
     assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {"type": "rank", "rank": 4, "score": 300}
     await comm.disconnect()
+
+
+@run_async
+async def test_a_window_or_region_too_long_is_closed_4400(game) -> None:
+    """docs/live.md "Refusals and close codes" (docs/api.md §9): 4400 is a malformed query,
+    a window or region too long; the client should fix the URL. One character less is a
+    well-formed name the board does not know: 4404."""
+    for query, code in [
+        (f"?window={'d' * 81}", 4400),
+        (f"?region={'r' * 65}", 4400),
+        (f"?window={'d' * 80}", 4404),
+        (f"?region={'r' * 64}", 4404),
+    ]:
+        comm = await opened(WS + query)
+        assert await closed_with(comm) == code, query
+
+
+@pytest.mark.usefixtures("real_projector")
+@run_async
+async def test_a_socket_on_a_relative_window_is_closed_4000_when_it_ends_and_the_same_url_follows_the_next(
+    ranked: SignedClient, monkeypatch
+) -> None:
+    """docs/live.md "Refusals and close codes" (docs/api.md §9): 4000 means the relative window
+    the socket followed (`?window=daily`) ended; the client reconnects and the same URL now means
+    the new window. The socket opens moments before midnight UTC (the game's reset time zone) of
+    the `ranked` day on a clock the test sets, so nothing depends on today's date; the spread of
+    up to 30 s after the end is not what this test is about, so it is taken away."""
+    midnight = datetime(2026, 11, 29, tzinfo=UTC)
+    # a second for the socket to resolve `daily` before midnight, on a busy machine too
+    opened_at, started = midnight - timedelta(seconds=1), time.monotonic()
+    monkeypatch.setattr(timezone, "now", lambda: opened_at + timedelta(seconds=time.monotonic() - started))
+    monkeypatch.setattr(consumers, "ROLLOVER_JITTER_SECONDS", 0.0)
+
+    comm = await opened(WS + "?window=daily")
+    today = json.loads(await comm.receive_from(timeout=DEADLINE))
+    assert today["window"] == "daily:2026-11-28" and players(today) == ["p1", "p3", "p2", "p4", "p5"]
+    assert await closed_with(comm) == 4000
+    assert timezone.now() >= midnight  # not before the window ended
+
+    again = await opened(WS + "?window=daily")
+    tomorrow = json.loads(await again.receive_from(timeout=DEADLINE))
+    assert (tomorrow["window"], tomorrow["entries"]) == ("daily:2026-11-29", [])
+    await again.disconnect()
 
 
 # --- a player's own rank --------------------------------------------------------------------
@@ -537,6 +582,63 @@ async def test_a_client_reading_slower_than_updates_come_is_owed_the_latest_stat
     # the frame in flight when it stopped reading (the first update's), then only the latest top and rank
     assert len(told_slow) <= 3, told_slow
     assert not any(is_top(m) and players(m)[0] == "p8" for m in told_slow), told_slow
+    for comm in (slow, quick):
+        await comm.disconnect()
+
+
+@pytest.mark.usefixtures("real_projector")
+@run_async
+async def test_a_slow_reader_gets_at_most_the_last_50_passed_notices(ranked: SignedClient) -> None:
+    """docs/live.md "Protocol" (docs/api.md §9): a client that reads slower than updates come
+    gets, when it reads again, the latest `top` and `rank` and at most the last 50 `passed`
+    (`BoardConsumer.tell`, OUTBOX_EVENTS). 60 friends of p4 pass it in six matches while one of
+    its sockets does not read; the other reads everything. Ten leaders above them keep the top 10
+    as it is, so what waits for the slow socket is its rank and the notices alone."""
+    leaders = [{"player": f"lead{i}", "board": "rating", "score": 900 + i} for i in range(10)]
+    await post(ranked, "leaders", leaders)
+    friends = [f"f{i:02}" for i in range(60)]
+    response = await sync_to_async(ranked.request)(
+        "PUT", "/api/v1/games/chess/players/p4/friends", {"friends": friends}
+    )
+    assert response.status_code == 200, response.content
+    reading = asyncio.Event()
+    reading.set()
+
+    async def send_when_read(message: dict, send: Callable) -> None:
+        await reading.wait()
+        await send(message)
+
+    token = await sync_to_async(token_of)("p4")
+    slow = await opened_via(sending(send_when_read), WS + f"?token={token}")
+    quick = await opened(WS + f"?token={token}")
+    for comm in (slow, quick):
+        assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
+        assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {"type": "rank", "rank": 14, "score": 300}
+
+    reading.clear()
+    for m in range(6):  # every friend from nowhere to above p4's 300, below the leaders
+        results = [
+            {"player": f, "board": "rating", "score": 301 + 10 * m + i}
+            for i, f in enumerate(friends[10 * m : 10 * m + 10])
+        ]
+        await post(ranked, f"passing-{m}", results)
+    told_quick: list[dict] = []
+    while sum(m["type"] == "passed" for m in told_quick) < 60:
+        message, before = await until(quick, lambda m: m["type"] == "passed")
+        told_quick += [*before, message]
+    passed = [m for m in told_quick if m["type"] == "passed"]
+    assert {m["by"]["player"] for m in passed} == set(friends)  # each friend passed p4 once
+
+    reading.set()
+    told_slow: list[dict] = []
+    while passed[-1] not in told_slow:
+        message, before = await until(slow, lambda m: m["type"] == "passed")
+        told_slow += [*before, message]
+    assert await slow.receive_nothing(timeout=0.05)
+    passed_slow = [m for m in told_slow if m["type"] == "passed"]
+    assert 0 < len(passed_slow) <= 50, len(passed_slow)
+    assert passed_slow == passed[-len(passed_slow) :]  # the newest, in the order they came
+    assert [m for m in told_slow if m["type"] == "rank"][-1] == {"type": "rank", "rank": 74, "score": 300}
     for comm in (slow, quick):
         await comm.disconnect()
 

@@ -1,7 +1,7 @@
 """The edge cache in front of Django (scripts/web.py, docs/reads.md "The edge cache"), through
 the real nginx and granian of `make run`'s web stack: public, signed-out top and histogram
 answers are served from nginx for at most the second docs/api.md §5.2 allows; nothing
-authenticated, no player or friends read and no error is ever kept.
+authenticated, no player or friends read, no error and no degraded answer is ever kept.
 
 Django's side is counted where Django counts it: the request counter of /metrics, per route
 (every worker's, summed). Submissions are applied by the projector process beside the test
@@ -9,6 +9,7 @@ Django's side is counted where Django counts it: the request counter of /metrics
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import urllib.error
@@ -19,9 +20,13 @@ from email.message import Message
 import pytest
 from leaderboard_client.signing import sign
 
+from rediskit import keys
+from rediskit.client import get_redis
 from scripts import web
 from tests.boards.conftest import URL, submit
-from tests.conftest import SignedClient
+from tests.boards.test_redis_down import ThrowawayRedis
+from tests.conftest import SignedClient, mark_index_built
+from tests.polling import until
 from tests.test_web import _get, serving
 
 TOP = f"{URL}/boards/rating/top"
@@ -204,3 +209,71 @@ def test_cors_answers_come_through_the_cache_and_preflights_reach_django(edge: i
         with urllib.request.urlopen(request, timeout=5) as response:
             assert response.status == 204 and response.headers.get("X-Cache-Status") is None
             assert response.headers.get("Access-Control-Allow-Methods") == "GET, HEAD, OPTIONS"
+
+
+def test_a_degraded_answer_is_not_kept_at_the_edge(edge: int) -> None:
+    """docs/reads.md "The edge cache" (docs/api.md §5.8): degraded answers say
+    `X-Accel-Expires: 0` and are never kept. While the index is not built (its marker missing, as
+    after a Redis restart, docs/reliability.md) a top read is answered from Postgres, degraded;
+    the same read right after the index is back, within the same second (when a kept answer
+    would still be served), reaches Django and is not degraded."""
+
+    def reads(attempt: int) -> tuple[int, list[tuple[int, str | None, dict]]]:
+        path = f"{TOP}?limit={attempt + 30}"  # a key no earlier attempt stored
+        before = reached_django(edge, "top")
+        get_redis().delete(keys.BUILT_MARKER)
+        try:
+            degraded = get(edge, path)
+        finally:
+            mark_index_built()
+        recovered = get(edge, path)
+        answers = [(s, h.get("X-Cache-Status"), json.loads(b)) for s, h, b in (degraded, recovered)]
+        return reached_django(edge, "top") - before, answers
+
+    django, [(status, cache, degraded), (status_after, cache_after, recovered)] = within_one_second(reads)
+    assert (status, degraded["degraded"], degraded["total"]) == (200, True, 5)
+    assert (status_after, "degraded" in recovered, recovered["total"]) == (200, False, 5)
+    assert (cache, cache_after) == ("MISS", "MISS")  # nothing kept: the second read was not a HIT
+    assert django == 2
+
+
+def test_a_degraded_histogram_while_redis_is_down_is_not_kept_at_the_edge(ranked: SignedClient, tmp_path) -> None:
+    """docs/reads.md "The edge cache" and "Histograms" (docs/api.md §5.8): with Redis
+    unreachable the histogram is answered empty and degraded, and a degraded answer is never
+    kept at the edge. The web stack runs on a Redis of its own, stopped during a read and started
+    again: the same read right after, within the same second (when a kept answer would still be
+    served), reaches Django; the histogram comes back undegraded."""
+    if web.find_nginx(install=False) is None:
+        pytest.skip("nginx is not installed here")
+    redis = ThrowawayRedis(tmp_path)
+    redis.start()
+    try:
+        with serving("nginx", "granian", REDIS_URL=redis.url) as port:
+
+            def reads(attempt: int) -> tuple[str, int, list[tuple[int, Message, dict]]]:
+                path = f"{HISTOGRAM}?window=daily:2026-11-2{attempt}"  # a key no earlier attempt stored
+                before = reached_django(port, "histogram")
+                redis.stop()
+                try:
+                    down = get(port, path)
+                finally:
+                    redis.start()
+                after = get(port, path)
+                answers = [(s, h, json.loads(b)) for s, h, b in (down, after)]
+                return path, reached_django(port, "histogram") - before, answers
+
+            path, django, [(status, headers, body), (status_after, headers_after, _)] = within_one_second(
+                reads, start_by=0.3
+            )
+            assert (status, body["degraded"], body["total"]) == (200, True, 0)
+            assert headers["Cache-Control"] == "public, max-age=1" and headers["X-Cache-Status"] == "MISS"
+            assert (status_after, headers_after["X-Cache-Status"]) == (200, "MISS")  # not the kept degraded one
+            assert django == 2
+            until(  # the breaker may hold Redis off a moment longer (rediskit/breaker.py)
+                lambda: "degraded" not in json.loads(get(port, path)[2]),
+                "an undegraded histogram once Redis is back",
+                timeout=10,
+            )
+    finally:
+        if redis.proc is not None and redis.proc.poll() is None:
+            redis.stop()

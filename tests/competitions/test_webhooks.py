@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import threading
 import time
@@ -247,3 +248,39 @@ def test_rewards_and_webhooks_are_applied_and_bad_ones_refused_naming_the_key(tr
         with pytest.raises(ConfigError) as exc:
             parse_game_config(text)
         assert exc.value.key == key
+
+
+def test_a_receiver_that_never_accepts_gets_24_hours_of_retries_then_the_delivery_fails(
+    settled: str, receiver: Receiver
+) -> None:
+    """docs/competitions.md "Delivery" (and docs/api.md §13): anything but a 2xx retries after
+    30 s, then 60 s, 120 s, ... at most an hour apart, until 24 h after the event; then the
+    delivery is `failed`. The job's clock is moved to each retry's time (`webhooks_deliver(now=)`)
+    instead of waiting; the day is counted from the stored event, not from today's date."""
+    receiver.script[:] = ["500"] * 100  # this receiver never accepts
+    window_freeze(board=cached_board("chess", board_slug="rating"), window=WINDOW, reason="window closed")
+    event = WebhookEvent.objects.get()
+    gave_up = event.created_at + timedelta(hours=24)
+    attempts_at = []
+    d = WebhookDelivery.objects.get()
+    while d.state == "pending":
+        assert len(attempts_at) < 100, "still pending after 100 attempts"
+        now = d.next_attempt_at  # the worker's next run that finds it due
+        webhooks_deliver(now=now)
+        attempts_at.append(now)
+        d.refresh_from_db()
+
+    assert (d.state, d.attempts, d.last_status) == ("failed", len(attempts_at), 500)
+    assert len(receiver.received) == d.attempts  # every attempt reached the receiver
+    assert {h["X-Event-Id"] for h, _, _ in receiver.received} == {str(event.id)}
+    gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(attempts_at)]
+    assert gaps[:8] == [30, 60, 120, 240, 480, 960, 1920, 3600]
+    assert set(gaps[8:]) == {3600}  # at most an hour apart
+    # retried for the whole day, never past it: the next retry would have fallen after 24 h
+    assert gave_up - timedelta(hours=1) < attempts_at[-1] <= gave_up
+    assert attempts_at[-1] + timedelta(seconds=3600) > gave_up
+
+    # failed is final: no later run sends it again
+    webhooks_deliver(now=gave_up + timedelta(hours=1))
+    d.refresh_from_db()
+    assert d.state == "failed" and len(receiver.received) == d.attempts
