@@ -5,7 +5,7 @@ client's own test suite runs in a subprocess against it, once in this virtualenv
 install of requirements.txt) and once in a clean virtualenv where only the built wheel and
 pytest are installed.
 
-The service and its one shortcut: tests/clients/conftest.py."""
+The service, with the projector and a Celery worker beside it: tests/clients/conftest.py."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 
 import * as lb from "../src/index.js";
-import { env, past, skip, uid } from "./env.js";
+import { env, past, settled, skip, uid } from "./env.js";
 
 const client = () => new lb.Client(env.url, env.game, { keyId: env.keyId, secret: env.secret });
 const kills = (player: string) => lb.newMatch([{ player, board: "kills", score: 1 }], { endedAt: past() });
@@ -34,6 +34,7 @@ test("it sends when maxSize matches wait, and close sends the rest", { skip }, a
   assert.deepEqual(b.unsent, []);
   assert.throws(() => b.add(kills(player)), lb.LeaderboardError);
   assert.equal(answers.length, 7);
+  await settled(); // on the boards within docs/api.md §4.4's second of the 2xx
   assert.equal((await client().player("kills", player)).score, 7);
 });
 
@@ -51,9 +52,11 @@ test("kill -TERM of its process sends what it holds", { skip }, async () => {
   const child = spawn(process.execPath, [script, player], { stdio: ["ignore", "pipe", "inherit"], env: process.env });
   const [line] = (await once(child.stdout!, "data")) as [Buffer];
   assert.equal(line.toString().trim(), "queued 40");
+  await settled(); // anything it had sent would be on the boards now (docs/api.md §4.4)
   await assert.rejects(client().player("kills", player), lb.UnknownPlayer); // nothing sent yet
   child.kill("SIGTERM");
   const [code] = (await once(child, "exit")) as [number | null];
   assert.equal(code, 143);
+  await settled(); // what it sent on its way out, on the boards within docs/api.md §4.4's second
   assert.equal((await client().player("kills", player)).score, 40);
 });

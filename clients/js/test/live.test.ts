@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import * as lb from "../src/index.js";
-import { env, past, skip, uid } from "./env.js";
+import { env, past, settled, skip, uid } from "./env.js";
 
 test("a player's socket hears the top and its rank, then its new rank", { skip }, async () => {
   const c = new lb.Client(env.url, env.game, { keyId: env.keyId, secret: env.secret });
@@ -11,6 +11,7 @@ test("a player's socket hears the top and its rank, then its new rank", { skip }
   const [me, rival] = [`${id}-me`, `${id}-rival`];
   const best = (await c.top("live", { limit: 1 })).entries[0]?.score ?? 0;
   await c.submit(lb.newMatch([{ player: me, board: "live", score: best + 10 }, { player: rival, board: "live", score: best + 20 }], { endedAt: past() }));
+  await settled(); // the socket's first messages read the boards: this match is on them (docs/api.md §4.4)
   const token = (await c.playerToken(me)).token;
   const seen: lb.LiveMessage[] = [];
   const deadline = setTimeout(() => { throw new Error(`no live update within 30 s: ${JSON.stringify(seen)}`); }, 30_000);

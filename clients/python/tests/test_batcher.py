@@ -31,7 +31,7 @@ def _until(condition, what: str) -> None:
         time.sleep(0.02)  # polling with a deadline
 
 
-def test_it_flushes_when_max_size_matches_wait(client: Client, uid: str) -> None:
+def test_it_flushes_when_max_size_matches_wait(client: Client, uid: str, settled) -> None:
     answers: list[lb.Submitted] = []
     with client.batcher(
         max_size=5, max_delay=3600, handle_signals=False, on_result=lambda m, s: answers.append(s)
@@ -42,17 +42,19 @@ def test_it_flushes_when_max_size_matches_wait(client: Client, uid: str) -> None
         b.add(_match(f"{uid}-p"))
         _until(lambda: b.sent == 5, "five matches were not sent")
     assert [a.status for a in answers] == ["accepted"] * 5
+    settled()  # on the boards within docs/api.md §4.4's second of the 2xx
     assert client.player("kills", f"{uid}-p").score == 5
 
 
-def test_it_flushes_the_oldest_after_max_delay(client: Client, uid: str) -> None:
+def test_it_flushes_the_oldest_after_max_delay(client: Client, uid: str, settled) -> None:
     with client.batcher(max_size=1000, max_delay=0.2, handle_signals=False) as b:
         b.add(_match(f"{uid}-p", 3))
         _until(lambda: b.sent == 1, "the match was not sent after max_delay")
+    settled()  # on the boards within docs/api.md §4.4's second of the 2xx
     assert client.player("kills", f"{uid}-p").score == 3
 
 
-def test_close_sends_everything_and_then_refuses_more(client: Client, uid: str) -> None:
+def test_close_sends_everything_and_then_refuses_more(client: Client, uid: str, settled) -> None:
     b = client.batcher(max_size=1000, max_delay=3600, handle_signals=False)
     for _ in range(7):
         b.add(_match(f"{uid}-p"))
@@ -60,10 +62,11 @@ def test_close_sends_everything_and_then_refuses_more(client: Client, uid: str) 
     assert b.sent == 7 and b.unsent == [] and b.pending == 0
     with pytest.raises(lb.BatcherClosed):
         b.add(_match(f"{uid}-p"))
+    settled()  # on the boards within docs/api.md §4.4's second of the 2xx
     assert client.player("kills", f"{uid}-p").score == 7
 
 
-def test_a_batch_refused_for_overload_is_sent_again_not_dropped(client: Client, url, game, creds, uid):
+def test_a_batch_refused_for_overload_is_sent_again_not_dropped(client: Client, url, game, creds, uid, settled):
     with proxy(url, [OVERLOADED, OVERLOADED]) as p:
         policy = lb.RetryPolicy(attempts=1)  # the client gives up at once: the batcher keeps them
         with Client(p.url, game, retry=policy, **creds) as through:
@@ -73,6 +76,7 @@ def test_a_batch_refused_for_overload_is_sent_again_not_dropped(client: Client, 
             b.close()
     assert b.sent == 3 and b.unsent == []
     assert [s.action for s in p.seen] == [OVERLOADED, OVERLOADED, "forward"]
+    settled()  # on the boards within docs/api.md §4.4's second of the 2xx
     assert client.player("kills", f"{uid}-p").score == 3
 
 
@@ -95,7 +99,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_kill_term_of_its_process_flushes_what_it_holds(client: Client, url, game, creds, uid, tmp_path) -> None:
+def test_kill_term_of_its_process_flushes_what_it_holds(client: Client, url, game, creds, uid, tmp_path, settled):
     script = tmp_path / "game_server.py"
     script.write_text(SCRIPT)
     player = f"{uid}-p"
@@ -107,6 +111,7 @@ def test_kill_term_of_its_process_flushes_what_it_holds(client: Client, url, gam
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().split() == ["queued", "40"]
+        settled()  # anything it had sent would be on the boards now (docs/api.md §4.4)
         with pytest.raises(lb.UnknownPlayer):  # nothing sent yet
             client.player("kills", player)
         os.kill(proc.pid, signal.SIGTERM)
@@ -114,4 +119,5 @@ def test_kill_term_of_its_process_flushes_what_it_holds(client: Client, url, gam
     finally:
         if proc.poll() is None:
             proc.kill()
+    settled()  # what it sent on its way out, on the boards within docs/api.md §4.4's second
     assert client.player("kills", player).score == 40

@@ -16,12 +16,13 @@ def _past() -> datetime:
     return datetime.now(UTC) - timedelta(seconds=5)
 
 
-def test_a_players_socket_hears_the_top_and_its_rank_then_a_change(client: Client, url, game, uid) -> None:
+def test_a_players_socket_hears_the_top_and_its_rank_then_a_change(client: Client, url, game, uid, settled) -> None:
     me, rival = f"{uid}-me", f"{uid}-rival"
     top_score = max([e.score for e in client.top("live", limit=1).entries] or [0])
     client.submit(
         Match.new([Result(me, "live", top_score + 10), Result(rival, "live", top_score + 20)], ended_at=_past())
     )
+    settled()  # the socket's first messages read the boards: this match is on them (docs/api.md §4.4)
     token = client.player_token(me).token
 
     async def run() -> list[lb.LiveMessage]:

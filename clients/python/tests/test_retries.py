@@ -18,7 +18,7 @@ def _match(uid: str, score: int = 5) -> Match:
     return Match.new([Result(f"{uid}-p", "kills", score)], ended_at=datetime.now(UTC) - timedelta(seconds=5))
 
 
-def test_a_submission_whose_answer_was_lost_is_retried_and_counted_once(client: Client, url, game, creds, uid):
+def test_a_submission_whose_answer_was_lost_is_retried_and_counted_once(client: Client, url, game, creds, uid, settled):
     match = _match(uid)
     with proxy(url, [DROP_AFTER_FORWARD]) as p, Client(p.url, game, **creds) as through:
         answer = through.submit(match)
@@ -26,19 +26,21 @@ def test_a_submission_whose_answer_was_lost_is_retried_and_counted_once(client: 
     posts = [s for s in p.seen if s.method == "POST"]
     assert [s.action for s in posts] == [DROP_AFTER_FORWARD, "forward"]
     assert posts[0].body == posts[1].body  # the same bytes: the same match_id
+    settled()  # a second count, had there been one, would be on the board now (docs/api.md §4.4)
     assert client.player("kills", f"{uid}-p").score == 5  # a total board: twice would be 10
 
 
-def test_a_batch_whose_answer_was_lost_is_retried_and_counted_once(client: Client, url, game, creds, uid):
+def test_a_batch_whose_answer_was_lost_is_retried_and_counted_once(client: Client, url, game, creds, uid, settled):
     matches = [_match(uid, 1) for _ in range(3)]
     with proxy(url, [DROP_AFTER_FORWARD]) as p, Client(p.url, game, **creds) as through:
         answers = through.submit_batch(matches)
     assert [a.duplicate for a in answers] == [True, True, True]
+    settled()  # a second count, had there been one, would be on the board now (docs/api.md §4.4)
     assert client.player("kills", f"{uid}-p").score == 3
 
 
 @pytest.mark.parametrize("refusal", [OVERLOADED, RATE_LIMITED])
-def test_a_503_overloaded_or_a_429_is_waited_out_then_succeeds(client: Client, url, game, creds, uid, refusal):
+def test_a_503_overloaded_or_a_429_is_waited_out_then_succeeds(client: Client, url, game, creds, uid, refusal, settled):
     match = _match(uid)
     with proxy(url, [refusal, refusal]) as p, Client(p.url, game, **creds) as through:
         answer = through.submit(match)
@@ -48,6 +50,7 @@ def test_a_503_overloaded_or_a_429_is_waited_out_then_succeeds(client: Client, u
     assert len({s.body for s in tries}) == 1
     # each Retry-After: 1 was honoured: no try came sooner than a second after the one refused
     assert all(b.at - a.at >= 1.0 for a, b in zip(tries, tries[1:], strict=False))
+    settled()  # on the boards within docs/api.md §4.4's second of the 2xx
     assert client.player("kills", f"{uid}-p").score == 5
 
 
@@ -69,7 +72,7 @@ def test_no_service_at_all_is_a_transport_error(game, creds, uid):
         nowhere.submit(_match(uid))
 
 
-def test_the_async_client_retries_the_same_way(client: Client, url, game, creds, uid):
+def test_the_async_client_retries_the_same_way(client: Client, url, game, creds, uid, settled):
     async def run(base: str) -> lb.Submitted:
         async with lb.AsyncClient(base, game, **creds) as through:
             return await through.submit(match)
@@ -79,4 +82,5 @@ def test_the_async_client_retries_the_same_way(client: Client, url, game, creds,
         answer = asyncio.run(run(p.url))
     assert answer.duplicate is True
     assert [s.action for s in p.seen] == [OVERLOADED, DROP_AFTER_FORWARD, "forward"]
+    settled()  # a second count, had there been one, would be on the board now (docs/api.md §4.4)
     assert client.player("kills", f"{uid}-p").score == 5

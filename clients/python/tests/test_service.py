@@ -73,10 +73,11 @@ def test_a_wrong_secret_is_unauthorized_and_no_key_is_not_authenticated(url: str
         anonymous.submit(Match.new([Result(uid, "rating", 1)], ended_at=past()))
 
 
-def test_reads_answer_their_types(client: Client, uid: str) -> None:
+def test_reads_answer_their_types(client: Client, uid: str, settled) -> None:
     a, b, c = f"{uid}-a", f"{uid}-b", f"{uid}-c"
     client.submit(Match.new([Result(a, "rating", 9_000_001, display_name="Ana"), Result(b, "rating", 9_000_000),
                              Result(c, "rating", 1)], ended_at=past()))  # fmt: skip
+    settled()  # stored at the 2xx, on the boards within docs/api.md §4.4's second
     top = client.top("rating", limit=100)
     assert isinstance(top, lb.Top) and top.window == "all" and top.total >= 3
     mine = [e for e in top.entries if e.player in (a, b)]
@@ -98,10 +99,11 @@ def test_reads_answer_their_types(client: Client, uid: str) -> None:
     assert isinstance(histogram, lb.Histogram) and all(isinstance(x, lb.Bucket) for x in histogram.buckets)
 
 
-def test_reads_carry_the_subscores_of_a_board_that_declares_them(client: Client, uid: str) -> None:
+def test_reads_carry_the_subscores_of_a_board_that_declares_them(client: Client, uid: str, settled) -> None:
     a, b = f"{uid}-a", f"{uid}-b"
     client.submit(Match.new([Result(a, "arena", 90, subscores={"kills": 3}), Result(b, "arena", 90, subscores={"kills": 7})],
                             ended_at=past()))  # fmt: skip
+    settled()  # on the boards within docs/api.md §4.4's second of the 2xx
     mine = [e for e in client.top("arena", limit=100).entries if e.player in (a, b)]
     assert [(e.player, e.subscores) for e in mine] == [(b, {"kills": 7}), (a, {"kills": 3})]  # more kills first
     assert client.player("arena", a).subscores == {"kills": 3}
@@ -113,9 +115,10 @@ def test_reads_carry_the_subscores_of_a_board_that_declares_them(client: Client,
     assert all(e.subscores is None for e in client.top("rating").entries)  # a board without them
 
 
-def test_a_player_token_reads_as_that_player_and_no_other(client: Client, url: str, game: str, uid: str) -> None:
+def test_a_player_token_reads_as_that_player_and_no_other(client: Client, url: str, game: str, uid: str, settled):
     a, b = f"{uid}-a", f"{uid}-b"
     client.submit(Match.new([Result(a, "rating", 3), Result(b, "rating", 4)], ended_at=past()))
+    settled()  # on the boards within docs/api.md §4.4's second of the 2xx
     token = client.player_token(a)
     assert isinstance(token, lb.PlayerToken) and token.player == a and not token.expires_within(10)
     with Client(url, game) as browser:  # no server key: only the token
@@ -172,15 +175,16 @@ def test_every_code_has_its_class() -> None:
     assert lb.error_for(429, "rate_limited", "m", retry_after=2.0).retry_after == 2.0
 
 
-def test_the_async_client_submits_and_reads(url: str, game: str, creds, uid: str) -> None:
-    asyncio.run(_async_submits_and_reads(url, game, creds, uid))
+def test_the_async_client_submits_and_reads(url: str, game: str, creds, uid: str, settled) -> None:
+    asyncio.run(_async_submits_and_reads(url, game, creds, uid, settled))
 
 
-async def _async_submits_and_reads(url: str, game: str, creds, uid: str) -> None:
+async def _async_submits_and_reads(url: str, game: str, creds, uid: str, settled) -> None:
     async with lb.AsyncClient(url, game, **creds) as client:
         match = Match.new([Result(f"{uid}-a", "kills", 7)], ended_at=past())
         assert (await client.submit(match)).status == "accepted"
         assert [a.duplicate for a in await client.submit_batch([match])] == [True]
+        await asyncio.to_thread(settled)  # on the boards within docs/api.md §4.4's second of the 2xx
         assert (await client.player("kills", f"{uid}-a")).score == 7
         with pytest.raises(lb.ScoreOutOfBounds):
             await client.submit(Match.new([Result(f"{uid}-a", "kills", 201)], ended_at=past()))
