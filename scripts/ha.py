@@ -56,7 +56,11 @@ def pg_autoctl_binary() -> str | None:
     found = shutil.which("pg_autoctl")
     if found:
         return found
-    for path in ("/usr/bin/pg_autoctl", *sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_autoctl"))):
+    candidates: list[Path] = [
+        Path("/usr/bin/pg_autoctl"),
+        *sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_autoctl")),
+    ]
+    for path in candidates:
         if os.access(path, os.X_OK):
             return str(path)
     return None
