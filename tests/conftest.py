@@ -36,6 +36,9 @@ from tests.projector import (  # noqa: F401 (fixtures for every directory)
 XDIST_GROUPS = {
     # the fault suite's servers, under the fixed .local/faults/ (bench/faults.py)
     "tests/bench/test_faults.py": "faults",
+    # the browsers, and the Celery worker kept per module beside the served pages
+    # (tests/e2e/conftest.py): once on one worker rather than once on each
+    "tests/e2e/": "e2e",
 }
 CLUSTER_GROUP = "cluster"  # the run's one local Redis Cluster, flushed by its tests (topology)
 
@@ -43,12 +46,12 @@ CLUSTER_GROUP = "cluster"  # the run's one local Redis Cluster, flushed by its t
 def xdist_group(nodeid: str) -> str | None:
     """The group a test runs in under pytest-xdist, if any, from its id alone (the scheduler
     sees ids, not items): a cluster copy of a two-topology test (`[cluster]`, `[cluster-...]`,
-    `[...-cluster]`), or a module of XDIST_GROUPS."""
+    `[...-cluster]`), or a module (or directory) of XDIST_GROUPS."""
     path, _, name = nodeid.partition("::")
     params = name.partition("[")[2].rstrip("]")
     if CLUSTER_GROUP in params.split("-"):
         return CLUSTER_GROUP
-    return XDIST_GROUPS.get(path)
+    return next((group for prefix, group in XDIST_GROUPS.items() if path.startswith(prefix)), None)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -127,9 +130,11 @@ def projector_wanted(item: pytest.Item) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def projector_beside_the_test(request: pytest.FixtureRequest) -> None:
+def projector_beside_the_test(request: pytest.FixtureRequest, redis_clean: None, no_async_anticheat: None) -> None:
     """The path users run: a submission a test makes is applied by the real projector process
-    (tests/projector.py), kept between tests. A test without one never has one beside it."""
+    (tests/projector.py), kept between tests. A test without one never has one beside it.
+    After the test Redis is emptied and the checks set: the projector may bring a Redis of the
+    test's own with it (tests/projector.py ENVIRONMENT_FIXTURES)."""
     if projector_wanted(request.node):
         request.getfixturevalue("real_projector")
     else:

@@ -166,12 +166,15 @@ def shared_projector(django_db_setup) -> Iterator[None]:
 
 
 @pytest.fixture
-def real_projector(request: pytest.FixtureRequest, settings, shared_projector) -> Iterator[subprocess.Popen | None]:
+def real_projector(
+    request: pytest.FixtureRequest, transactional_db, settings, shared_projector
+) -> Iterator[subprocess.Popen | None]:
     """A `manage.py projector` for the test (kept from the test before when that one had the same
     environment), owning every lane before the test goes on (a submission made before would wait
     for its idle poll, not its NOTIFY). tests/conftest.py gives one to every test on a committed
     database that does not say otherwise."""
-    request.getfixturevalue("transactional_db")  # the process sees only what is committed
+    # transactional_db above, named up front: the process sees only what is committed, and
+    # pytest-django makes the test database for fixtures a test names, not ones it asks for later
     # what shapes the process's environment: the cluster, the Redis, the after-the-fact checks
     for name in ENVIRONMENT_FIXTURES:
         if name in request.fixturenames:

@@ -14,12 +14,8 @@ uses."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,20 +23,16 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from leaderboard_project.celery import app as celery_app
 from scores.models import Game
-from tests.e2e.conftest import WebServer, _web
+from tests.e2e.conftest import WebServer, _web, celery_worker
 from tests.factories import server_key
-from tests.polling import until
-from tests.projector import REPO, process_env, processes_stop
 
 PYTHON_PACKAGE = Path(settings.BASE_DIR) / "clients" / "python"
 JS_PACKAGE = Path(settings.BASE_DIR) / "clients" / "js"
-WORKER_READY_SECONDS = 60.0  # a cold start on a busy 2-core machine; ready took ~4 s here
 
 
 @pytest.fixture
-def served(transactional_db, settings) -> Iterator[dict[str, str]]:
+def served(transactional_db) -> Iterator[dict[str, str]]:
     call_command("apply_game_config", str(PYTHON_PACKAGE / "tests" / "game.toml"), stdout=io.StringIO())
     key, secret = server_key(Game.objects.get(slug="clients"), scopes=("submit", "moderate"))
     web: WebServer
@@ -52,43 +44,5 @@ def served(transactional_db, settings) -> Iterator[dict[str, str]]:
             LEADERBOARD_KEY_ID=key.key_id,
             LEADERBOARD_SECRET=secret,
         )
-        with _celery_worker(settings):
+        with celery_worker():
             yield env
-
-
-@contextlib.contextmanager
-def _celery_worker(settings) -> Iterator[subprocess.Popen]:
-    """`celery -A leaderboard_project worker` as scripts/run.py starts it, on the test database
-    and the test Redis (its broker too: the projector beside the test queues there), answering
-    before the suite starts: a live_flush queued with a countdown expires 5 s after it is due,
-    so one queued while no worker listens would be lost. One process (`--pool solo`): its tasks
-    here are short, and the machine is shared."""
-    env = process_env(settings, "leaderboard-celery-under-test")
-    name = f"clients-tests-{os.getpid()}@localhost"  # its own: the readiness ping asks it alone
-    with tempfile.NamedTemporaryFile(prefix="leaderboard-clients-worker-", suffix=".log", delete=False) as log:
-        log_path = Path(log.name)
-    with open(log_path, "ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "leaderboard_project", "worker", "--pool", "solo",
-             "--hostname", name, "--loglevel", "WARNING"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-
-        def answers() -> bool:
-            if proc.poll() is not None:
-                pytest.fail(f"the Celery worker exited with {proc.returncode}:\n{_tail(log_path)}")
-            return bool(celery_app.control.ping(destination=[name], timeout=0.5))
-
-        until(answers, "the Celery worker answering a ping", timeout=WORKER_READY_SECONDS, every=0.1)
-        yield proc
-        assert proc.poll() is None, f"the Celery worker exited with {proc.returncode}:\n{_tail(log_path)}"
-    finally:
-        processes_stop([proc])
-        log_path.unlink(missing_ok=True)
-
-
-def _tail(path: Path) -> str:
-    with contextlib.suppress(OSError):
-        return "\n".join(path.read_text(errors="replace").splitlines()[-30:])
-    return ""

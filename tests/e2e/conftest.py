@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from leaderboard_project.celery import app as celery_app
 from scripts.services import spare_port
 from tests.factories import migrated_test_database_url
+from tests.polling import until
+from tests.projector import REPO, process_env, processes_stop
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -98,8 +101,24 @@ def _web(settings_module: str) -> Iterator[WebServer]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def live_flushes(django_db_setup) -> Iterator[None]:
+    """A Celery worker beside the module's served pages, as under `make run`: it runs the trailing
+    edge of live updates the projector queues (docs/live.md), so a change held back by the
+    once-a-second limit reaches an open page the way it does in production."""
+    with celery_worker():
+        yield
+
+
 @pytest.fixture
-def web(transactional_db) -> Iterator[WebServer]:
+def web_tier(transactional_db) -> Iterator[WebServer]:
+    """The web tier alone, for a test that starts what runs beside it itself."""
+    yield from _web("leaderboard_project.settings_test")
+
+
+@pytest.fixture
+def web(transactional_db, live_flushes) -> Iterator[WebServer]:
+    """The web tier, with the Celery worker of the module beside it."""
     yield from _web("leaderboard_project.settings_test")
 
 
@@ -107,6 +126,48 @@ def web(transactional_db) -> Iterator[WebServer]:
 def web_with_bugs(transactional_db) -> Iterator[WebServer]:
     """The web tier with two routes that raise (tests/e2e/settings_errors.py)."""
     yield from _web("tests.e2e.settings_errors")
+
+
+WORKER_READY_SECONDS = 60.0  # a cold start on a busy 2-core machine; ready took ~4 s here
+
+
+@contextlib.contextmanager
+def celery_worker() -> Iterator[subprocess.Popen]:
+    """`celery -A leaderboard_project worker` as scripts/run.py starts it, on the test database
+    and the test Redis (its broker too: the projector beside the test queues there), answering
+    before the tests start: a live_flush queued with a countdown expires 5 s after it is due,
+    so one queued while no worker listens would be lost. One process (`--pool solo`): its tasks
+    here are short, and the machine is shared."""
+    # the test process's settings as they are, but its own way of running the checks: none here
+    env = {**process_env(settings, "leaderboard-celery-under-test"), "ANTICHEAT_ASYNC_CHECKS": "0"}
+    name = f"tests-{os.getpid()}@localhost"  # its own: the readiness ping asks it alone
+    with tempfile.NamedTemporaryFile(prefix="leaderboard-tests-worker-", suffix=".log", delete=False) as log:
+        log_path = Path(log.name)
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "leaderboard_project", "worker", "--pool", "solo",
+             "--hostname", name, "--loglevel", "WARNING"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+
+        def answers() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"the Celery worker exited with {proc.returncode}:\n{_tail(log_path)}")
+            return bool(celery_app.control.ping(destination=[name], timeout=0.5))
+
+        until(answers, "the Celery worker answering a ping", timeout=WORKER_READY_SECONDS, every=0.1)
+        yield proc
+        assert proc.poll() is None, f"the Celery worker exited with {proc.returncode}:\n{_tail(log_path)}"
+    finally:
+        processes_stop([proc])
+        log_path.unlink(missing_ok=True)
+
+
+def _tail(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-30:])
+    return ""
 
 
 # Every request to another host goes to a closed local port: the page must do without internet

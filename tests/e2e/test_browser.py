@@ -5,7 +5,6 @@ fit a phone and work with JavaScript off. Screenshots land in tests/e2e/screensh
 
 from __future__ import annotations
 
-import contextlib
 import time
 from datetime import timedelta
 
@@ -16,8 +15,6 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from boards.tasks import live_flush
-from rediskit.client import REDIS_DOWN
 from scores.models import Board, Game, Player, PlayerAccount, Region
 from scores.selectors import config_cache_clear
 from tests.conftest import SignedClient
@@ -49,15 +46,10 @@ def _wait(driver, condition, what: str):
 
 
 def _wait_live(driver, condition, what: str):
-    """Wait for a live change, playing Celery beat's part meanwhile: a change within a second of
-    the previous update is held back and published by the beat task (the trailing edge)."""
-
-    def check(d):
-        with contextlib.suppress(*REDIS_DOWN):  # a slow Redis on a busy machine: the next poll retries, as beat would
-            live_flush()
-        return condition(d)
-
-    return _wait(driver, check, what)
+    """Wait for a live change: one within a second of the previous update is held back and
+    published by the Celery task the projector schedules (the trailing edge), which the worker
+    beside the served pages runs (tests/e2e/conftest.py `live_flushes`)."""
+    return _wait(driver, condition, what)
 
 
 def _live(driver) -> None:

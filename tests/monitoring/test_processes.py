@@ -21,7 +21,7 @@ from django.utils import timezone
 from leaderboard_client.signing import sign
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.conftest import web  # noqa: F401  (the web tier fixture)
+from tests.e2e.conftest import web_tier  # noqa: F401  (the web tier fixture)
 from tests.factories import BoardFactory, GameFactory, migrated_test_database_url, server_key
 from tests.polling import until
 
@@ -58,7 +58,8 @@ def _accepted(samples: dict) -> float:
     return samples.get(("leaderboard_matches_submitted_total", (("game", "ops"), ("status", "accepted"))), 0.0)
 
 
-def test_metrics_sum_every_web_process_and_count_websockets(web) -> None:  # noqa: F811
+def test_metrics_sum_every_web_process_and_count_websockets(web_tier) -> None:  # noqa: F811
+    web = web_tier
     game = GameFactory(slug="ops")
     BoardFactory(game=game, slug="rating")
     key, secret = server_key(game)
@@ -95,7 +96,8 @@ def _celery(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen:
     )
 
 
-def test_healthz_sees_a_real_celery_worker_and_beat(web) -> None:  # noqa: F811
+def test_healthz_sees_a_real_celery_worker_and_beat(web_tier) -> None:  # noqa: F811
+    web = web_tier
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test",
