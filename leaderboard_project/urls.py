@@ -5,7 +5,7 @@ from django.template import loader
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from leaderboard_project.errors import error_response
+from leaderboard_project.errors import error_response, read_only
 from leaderboard_project.security import ThrottledAdminAuthenticationForm
 from monitoring.health import healthz
 from monitoring.metrics import metrics_view
@@ -22,8 +22,8 @@ urlpatterns = [
     path(BOARD, include("boards.urls")),
     path("api/v1/", include("scores.urls")),
     path("admin/", admin.site.urls),
-    path("healthz", healthz, name="healthz"),
-    path("metrics", metrics_view, name="metrics"),
+    path("healthz", read_only(healthz), name="healthz"),
+    path("metrics", read_only(metrics_view), name="metrics"),
     path("api/v1/", include("anticheat.urls")),
     path("api/v1/", include("competitions.urls")),
     path(BOARD, include("seasons.urls")),
