@@ -43,6 +43,7 @@ def refused(response, status: int, code: str, message: str) -> None:
         (False, "PUT", "/api/v1/games", "GET, HEAD, OPTIONS"),
         (False, "POST", "/healthz", "GET, HEAD"),
         (False, "DELETE", "/metrics", "GET, HEAD"),
+        (False, "POST", "/api/schema/", "GET, HEAD, OPTIONS"),
     ],
 )
 def test_a_method_the_route_does_not_serve_is_a_405(
@@ -59,15 +60,19 @@ def test_a_method_the_route_does_not_serve_is_a_405(
     assert not Match.objects.exists()
 
 
-def test_the_operations_routes_still_answer_their_reads(game) -> None:
+def test_the_routes_with_a_405_of_their_own_still_answer_their_reads(game) -> None:
     assert Client().get("/healthz").status_code == 200
     assert Client().head("/healthz").status_code == 200
     assert Client().get("/metrics").status_code == 200
+    schema = Client().get("/api/schema/")
+    assert schema.status_code == 200 and schema["Content-Type"].startswith("application/vnd.oai.openapi")
+    assert Client().get("/api/schema/?format=json").json()["openapi"].startswith("3.")
 
 
 def test_an_accept_the_route_cannot_answer_is_a_406(server: SignedClient) -> None:
     message = "Could not satisfy the request Accept header."
     refused(Client().get(URL, HTTP_ACCEPT="text/html"), 406, "not_acceptable", message)
+    refused(Client().get("/api/schema/", HTTP_ACCEPT="text/html"), 406, "not_acceptable", message)
     refused(server.post(URL + "/matches", MATCH, Accept="text/html"), 406, "not_acceptable", message)
     refused(
         server.post(URL + "/matches/batch", {"matches": [MATCH]}, Accept="application/xml"),
