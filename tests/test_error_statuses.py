@@ -87,7 +87,7 @@ def test_an_accept_the_route_cannot_answer_is_a_406(server: SignedClient) -> Non
 
 
 def test_the_board_reads_answer_json_whatever_the_accept(server: SignedClient) -> None:
-    """docs/reads.md, "The hot reads": no Accept negotiation on top and a player's reads."""
+    """docs/reads.md, "Caching": the hot reads (top, a player's reads) negotiate no Accept."""
     assert server.post(URL + "/matches", MATCH).status_code == 201
     top = Client().get(URL + "/boards/rating/top", HTTP_ACCEPT="text/html")
     assert top.status_code == 200 and top["Content-Type"] == "application/json"
