@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -44,6 +47,24 @@ def error_body(code: str, message: str) -> dict[str, Any]:
 
 def error_response(code: str, message: str, status_code: int) -> JsonResponse:
     return JsonResponse(error_body(code, message), status=status_code)
+
+
+def read_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A plain Django view that serves GET and HEAD: any other method is the 405 of docs/api.md
+    §14, worded as DRF words it on the API's views, not the page's answer to a read. Exempt from
+    the CSRF check, as the API's views are: it changes nothing, and a refusal is this 405, not
+    the CSRF failure page."""
+
+    @csrf_exempt
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            response = error_response("method_not_allowed", f'Method "{request.method}" not allowed.', 405)
+            response["Allow"] = "GET, HEAD"
+            return response
+        return view(request, *args, **kwargs)
+
+    return wrapped
 
 
 _DRF_CODES = {

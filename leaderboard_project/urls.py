@@ -4,11 +4,25 @@ from django.shortcuts import render
 from django.template import loader
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from leaderboard_project.errors import error_response
+from leaderboard_project.errors import error_response, read_only
 from leaderboard_project.security import ThrottledAdminAuthenticationForm
 from monitoring.health import healthz
 from monitoring.metrics import metrics_view
+
+
+class SchemaApi(SpectacularAPIView):
+    """GET /api/schema/: the schema in YAML unless JSON is asked for; a refusal (405, 406) is the
+    JSON error body of docs/api.md §14 like every refusal under /api/, not that body in YAML."""
+
+    def finalize_response(self, request: Request, response: Response, *args: object, **kwargs: object) -> Response:
+        if response.status_code >= 400:
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
 
 # the lock-out after repeated failures is said as such (leaderboard_project/security.py)
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -22,13 +36,13 @@ urlpatterns = [
     path(BOARD, include("boards.urls")),
     path("api/v1/", include("scores.urls")),
     path("admin/", admin.site.urls),
-    path("healthz", healthz, name="healthz"),
-    path("metrics", metrics_view, name="metrics"),
+    path("healthz", read_only(healthz), name="healthz"),
+    path("metrics", read_only(metrics_view), name="metrics"),
     path("api/v1/", include("anticheat.urls")),
     path("api/v1/", include("competitions.urls")),
     path(BOARD, include("seasons.urls")),
     path(BOARD, include("competitions.board_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SchemaApi.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("", include("pages.urls")),  # the player web pages (HTML)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from scores import encoding, formats
-from scores.ids import is_slug
+from scores.ids import is_slug, is_subscore_name
 from scores.windows import ROLLING_WINDOWS, WINDOW_KINDS
 
 
@@ -293,8 +293,12 @@ def _subscores(raw: dict[str, Any], p: str, mode: str) -> tuple[SubscoreSpec, ..
         q = f"{p}subscores[{j}]."
         _no_unknown(t, _SUBSCORE_KEYS, q)
         name = _str(t, "name", q)
-        if not is_slug(name):
-            raise ConfigError(q + "name", f"{name!r} is not a slug (lowercase letters, digits, - and _)")
+        if not is_subscore_name(name):
+            raise ConfigError(
+                q + "name",
+                f"{name!r} is not a sub-score name (1-64 lowercase letters, digits, - and _, "
+                "the first a letter or digit)",
+            )
         low = _int(t, "min", q, default=0)
         high = _int(t, "max", q)
         if high < low:

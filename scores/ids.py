@@ -12,16 +12,23 @@ from leaderboard_project.errors import ApiError
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]{0,63}$"
 PLAYER_RE = r"^[A-Za-z0-9_.:@-]{1,64}$"
+# a board's sub-score (docs/game-config.md): a slug that may also hold `_` (`time_ms`)
+SUBSCORE_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 # 1-128 printable ASCII characters, no leading or trailing space (spaces inside are fine)
 MATCH_ID_RE = r"^[\x21-\x7e](?:[\x20-\x7e]{0,126}[\x21-\x7e])?$"
 
 _SLUG = re.compile(SLUG_RE[1:-1])
 _PLAYER = re.compile(PLAYER_RE[1:-1])
+_SUBSCORE_NAME = re.compile(SUBSCORE_NAME_RE[1:-1])
 _MATCH_ID = re.compile(MATCH_ID_RE[1:-1])
 
 
 def is_slug(value: object) -> bool:
     return type(value) is str and _SLUG.fullmatch(value) is not None
+
+
+def is_subscore_name(value: object) -> bool:
+    return type(value) is str and _SUBSCORE_NAME.fullmatch(value) is not None
 
 
 def is_player_id(value: object) -> bool:

@@ -176,7 +176,10 @@ def _fast_result(raw: Any) -> ingest.ResultIn | None:
     subscores = raw.get("subscores")
     if "subscores" in raw and not (
         type(subscores) is dict
-        and all(ids.is_slug(k) and type(v) is int and -_SCORE_LIMIT < v < _SCORE_LIMIT for k, v in subscores.items())
+        and all(
+            ids.is_subscore_name(k) and type(v) is int and -_SCORE_LIMIT < v < _SCORE_LIMIT
+            for k, v in subscores.items()
+        )
     ):
         return None
     return ingest.ResultIn(player, board, score, display_name, metadata, region, subscores)

@@ -76,7 +76,7 @@ def signed_headers(server: SignedClient, path: str) -> dict[str, str]:
 
 def token_headers(server: SignedClient, player: str = "p1") -> dict[str, str]:
     response = server.post(f"{URL}/players/{player}/token")
-    assert response.status_code in (200, 201), response.content
+    assert response.status_code == 200, response.content  # docs/api.md §3.2
     return {"Authorization": f"Bearer {response.json()['token']}"}
 
 

@@ -3,7 +3,7 @@ and a change to a key still counts from the next request."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.test import Client
 from django.utils import timezone
@@ -48,3 +48,30 @@ def test_a_cached_token_still_expires(server: SignedClient, game) -> None:
     expired = Client(headers={"Authorization": f"Bearer {gone}"})
     for _ in range(2):
         assert_error(expired.get(URL + "/boards/rating/players/p1"), 401, "authentication_failed")
+
+
+def test_a_player_token_lives_24_hours(server: SignedClient, game) -> None:
+    """docs/api.md §3.2 and §15: the default PLAYER_TOKEN_TTL_SECONDS. A token minted now expires
+    24 h after the request; one minted 24 h and a second ago (its expiry set as minting sets it)
+    is refused, one minted 23 h 59 min ago still reads. Explicit expiries: no sleep, no date."""
+    submit(server, "m1", [{"player": "p1", "board": "rating", "score": 10}])
+    before = timezone.now()
+    response = server.post(URL + "/players/p1/token")
+    after = timezone.now()
+    assert response.status_code == 200, response.content
+    expires_at = datetime.fromisoformat(response.json()["expires_at"])
+    assert before + timedelta(hours=24) <= expires_at <= after + timedelta(hours=24)
+    bearer = Client(headers={"Authorization": f"Bearer {response.json()['token']}"})
+    assert bearer.get(URL + "/boards/rating/players/p1").status_code == 200
+    player = Player.objects.get(external_id="p1")
+
+    def minted(ago: timedelta) -> Client:
+        token = make_player_token(game.id, player.pk, timezone.now() - ago + timedelta(hours=24), "p1")
+        return Client(headers={"Authorization": f"Bearer {token}"})
+
+    refused = minted(timedelta(hours=24, seconds=1)).get(URL + "/boards/rating/players/p1")
+    assert refused.status_code == 401
+    assert refused.json() == {
+        "error": {"code": "authentication_failed", "message": "the bearer token is invalid or expired"}
+    }
+    assert minted(timedelta(hours=23, minutes=59)).get(URL + "/boards/rating/players/p1").status_code == 200

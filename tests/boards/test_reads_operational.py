@@ -63,16 +63,21 @@ def test_player_token_reads_need_no_query_when_warm(crowd) -> None:
     assert count == 0
 
 
+def throttle_clock_pinned(monkeypatch) -> None:
+    """Pin the throttle's clock inside one counting window: the limits are counted in fixed
+    windows (boards/throttles.py), and a minute turning mid-test would start every counter
+    afresh. The middle of the current hour is inside one window of every period up to an hour,
+    at the start of its minute."""
+    pinned = time.time() // 3600 * 3600 + 1800
+    monkeypatch.setattr(PlayerReadThrottle, "clock", staticmethod(lambda: pinned))
+
+
 def throttle_rates(monkeypatch, **rates: str) -> None:
-    """Set the read limits, and pin the throttle's clock inside one counting window: the limits
-    are counted in fixed windows (boards/throttles.py), and a minute turning mid-test would
-    start every counter afresh. The middle of the current hour is inside one window of every
-    period up to an hour."""
+    """Set the read limits, on the pinned clock."""
     from django.conf import settings
 
     monkeypatch.setitem(settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES", rates)
-    pinned = time.time() // 3600 * 3600 + 1800
-    monkeypatch.setattr(PlayerReadThrottle, "clock", staticmethod(lambda: pinned))
+    throttle_clock_pinned(monkeypatch)
 
 
 def test_player_reads_are_throttled_per_token_with_retry_after(crowd, monkeypatch) -> None:
@@ -95,6 +100,33 @@ def test_reads_are_throttled_per_address(crowd, monkeypatch) -> None:
     assert player_client("p050").get(URL + "/boards/rating/players/p050").status_code == 200
     assert player_client("p052").get(URL + "/boards/rating/players/p052").status_code == 200
     assert_error(player_client("p054").get(URL + "/boards/rating/players/p054"), 429)
+
+
+def test_the_default_limits_are_120_reads_a_minute_per_caller_and_1200_per_address(crowd, monkeypatch) -> None:
+    """docs/api.md §15, with no THROTTLE_* in the environment (the test's is such)."""
+    from django.conf import settings
+
+    assert settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] == {"player_reads": "120/min", "address_reads": "1200/min"}
+    throttle_clock_pinned(monkeypatch)
+    me = player_client("p050")
+    for _ in range(120):
+        assert me.get(URL + "/boards/rating/players/p050").status_code == 200
+    limited = me.get(URL + "/boards/rating/players/p050")
+    assert_error(limited, 429, "rate_limited")
+    assert limited["Retry-After"] == "60"  # the pinned clock is at the start of its minute
+    # one address (the test client's): every read counts, the refused one too, to 1200
+    counted = 121
+    for player in (f"p{i:03d}" for i in range(51, 61)):
+        client = player_client(player)
+        for _ in range(min(120, 1200 - counted)):
+            assert client.get(URL + f"/boards/rating/players/{player}").status_code == 200
+            counted += 1
+    assert counted == 1200
+    refused = player_client("p061").get(URL + "/boards/rating/players/p061")  # its first read
+    assert_error(refused, 429, "rate_limited")
+    assert refused["Retry-After"] == "60"
+    # game servers are not limited (they read for many players from one address)
+    assert crowd.get(URL + "/boards/rating/players/p061").status_code == 200
 
 
 def test_reads_fall_back_to_postgres_when_redis_is_down(crowd, tmp_path) -> None:

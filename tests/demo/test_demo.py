@@ -7,12 +7,16 @@ functions, compared with a real replay through matches_submit, and with the sort
 from __future__ import annotations
 
 import io
+import os
 import random
+import subprocess
+import sys
 import threading
 from collections import defaultdict
 from datetime import datetime, timedelta
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -210,10 +214,23 @@ def test_the_demo_has_a_current_season_whenever_it_is_started(transactional_db) 
     assert demo_load.demo_seasons_current(now=later) == []
 
 
+def _profile_in_a_new_process(external_id: str) -> str:
+    code = f"import django; django.setup(); from demo.names import profile; print(repr(profile({external_id!r})))"
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings_test"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
 def test_generated_data_is_deterministic_for_a_seed() -> None:
     names = [demo_names.display_name(random.Random(5)) for _ in range(3)]
     assert len(set(names)) == 1
-    assert demo_names.profile("player-000042") == demo_names.profile("player-000042")
+    # the load and the traffic are separate processes: a player's traits come from the id alone,
+    # the same in a fresh interpreter (another PYTHONHASHSEED), and differ from player to player
+    assert demo_names.profile("player-000042") != demo_names.profile("player-000043")
+    assert repr(demo_names.profile("player-000042")) == _profile_in_a_new_process("player-000042")
     assert demo_names.player_external_id(123) == "player-000123"
     rng = random.Random(1)
     bodies = [demo_names.demo_match(rng, [f"p{i}" for i in range(20)], timezone.now()) for _ in range(5)]

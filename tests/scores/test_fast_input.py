@@ -29,6 +29,10 @@ GOOD_RESULT = st.fixed_dictionaries(
         "display_name": st.sampled_from(["Bo", "x" * 64, "日本"]),
         "metadata": st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
         "region": st.sampled_from(["eu", "us-1"]),
+        # sub-score names (docs/game-config.md): `_` is theirs, not a slug's; the odd ones go to DRF
+        "subscores": st.dictionaries(
+            st.sampled_from(["kills", "time_ms", "Kills", "_x", "a b"]), st.integers(), max_size=2
+        ),
     },
 )
 # One field replaced by something odd: a wrong type, whitespace DRF would trim, a value DRF
@@ -116,6 +120,7 @@ def test_fast_path_takes_the_usual_match() -> None:
         "results": [
             {"player": "p1", "board": "rating", "score": 5},
             {"player": "p2", "board": "rating", "score": 7, "display_name": "Bo", "metadata": {"k": 1}, "region": "eu"},
+            {"player": "p3", "board": "rating", "score": 7, "subscores": {"time_ms": 4200, "kills": 3}},
         ],
     }
     fast = _fast_match(raw)

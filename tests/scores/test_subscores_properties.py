@@ -65,9 +65,30 @@ def _one(match_id: str, at: str, score: int, subs: dict | None, board: str = "go
     return {"match_id": match_id, "ended_at": at, "results": [r]}
 
 
+def _refusal(match: dict) -> dict:
+    """The error docs/api.md §2.3 promises for the first result the board cannot take: its field,
+    the sub-score's name and the board's bounds or declared names, checked in the order sent."""
+    for i, r in enumerate(match["results"]):
+        board = next(b for b in BOARDS if b.slug == r["board"])
+        if not board.min_score <= r["score"] <= board.max_score:
+            message = f"results[{i}].score: {r['score']} is outside [{board.min_score}, {board.max_score}] "
+            return {"code": "score_out_of_bounds", "message": message + f"of board {board.slug!r}"}
+        bounds = {n: (lo, hi) for n, _, lo, hi in board.subscores}
+        for name, value in r.get("subscores", {}).items():
+            if name not in bounds:
+                names = ", ".join(repr(n) for n in bounds) or "none"
+                message = f"board {board.slug!r} has no sub-score {name!r} (it declares {names})"
+                return {"code": "invalid_match", "message": f"results[{i}].subscores.{name}: {message}"}
+            lo, hi = bounds[name]
+            if not lo <= value <= hi:
+                message = f"{value} is outside [{lo}, {hi}] of board {board.slug!r}"
+                return {"code": "score_out_of_bounds", "message": f"results[{i}].subscores.{name}: {message}"}
+    raise AssertionError(f"the reference takes {match}")
+
+
 def _refused(match: dict, body: dict) -> None:
-    """A 400 here is a score or a sub-score the board refuses, and says which."""
-    assert "subscores" in body["error"]["message"] or "score" in body["error"]["message"], (match, body)
+    """A 400 here names the one score or sub-score the board refuses, exactly."""
+    assert body == {"error": _refusal(match)}, match
 
 
 @pytest.fixture

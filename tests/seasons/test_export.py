@@ -9,6 +9,7 @@ import io
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from scores.selectors import cached_board
 from seasons import services
@@ -80,8 +81,11 @@ def test_the_admin_exports_any_window(day: SignedClient) -> None:
     client.login(username="admin", password="pw")
     board = cached_board("chess", board_slug="rating")
     assert client.get("/admin/seasons/windowfreeze/export/").status_code == 200
+    now = timezone.now()
+    submit(day, "today", [{"player": "now", "board": "rating", "score": 7}], at=now.isoformat())
     live = rows(client.get("/admin/seasons/windowfreeze/export/", {"board": board.id, "window": "daily"}))
-    assert live == [] or {r["version"] for r in live} == {"live"}  # today's window: nothing played today
+    # today's window (chess resets at midnight UTC): the one player of today, live values
+    assert [(r["player"], r["version"], r["window"]) for r in live] == [("now", "live", f"daily:{now.date()}")]
     frozen = rows(client.get("/admin/seasons/windowfreeze/export/", {"board": board.id, "window": f"daily:{DAY}"}))
     assert len(frozen) == 10 and frozen[0]["version"] == "1"
     bad = client.get("/admin/seasons/windowfreeze/export/", {"board": board.id, "window": "hourly"})
