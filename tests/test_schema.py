@@ -316,3 +316,25 @@ def test_sub_scores_are_never_a_required_part_of_an_answer() -> None:
     }
     assert {"FrozenEntry", "PlayerOut"} <= holders.keys()
     assert [name for name, component in holders.items() if "subscores" in component.get("required", [])] == []
+
+
+def test_every_operation_taking_a_player_or_match_id_in_its_path_lists_its_answer_to_a_malformed_one(
+    server: SignedClient, game
+) -> None:
+    """A path id outside docs/api.md §1.1 is refused (`invalid_player`, `invalid_match_id`, or an
+    earlier refusal of the request) on every route that takes one, with an answer its operation lists."""
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    unlisted, codes = [], set()
+    for route, operations in document["paths"].items():
+        for method, operation in operations.items():
+            ids = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"} & {"player", "match_id"}
+            if not ids:
+                continue
+            url = route.format(game="chess", board="rating", player="a b", match_id="a\tb", window="daily:2026-11-29")
+            response = server.request(method.upper(), quote(url))
+            assert 400 <= response.status_code < 500, response.content
+            codes.add(response.json()["error"]["code"])
+            if str(response.status_code) not in operation["responses"]:
+                unlisted.append(f"{method.upper()} {route}: {response.status_code}")
+    assert {"invalid_player", "invalid_match_id"} <= codes
+    assert unlisted == []
