@@ -25,6 +25,7 @@ from django.utils.encoding import escape_uri_path
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import extend_schema
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from jsonschema import Draft4Validator
 from leaderboard_client.signing import sign
@@ -37,9 +38,12 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 from werkzeug.test import Client as WsgiClient
 
+from boards.cursor import BadCursor, cursor_at, cursor_decode
 from leaderboard_project.schema import ANY_TEXT, PATH_PARAMETERS
 from leaderboard_project.wsgi import application
 from scores.api.common import TextField
+from scores.encoding import EXACT_BITS
+from scores.ids import PLAYER_RE
 from tests.boards.conftest import submit
 from tests.conftest import SignedClient
 
@@ -338,3 +342,32 @@ def test_every_operation_taking_a_player_or_match_id_in_its_path_lists_its_answe
                 unlisted.append(f"{method.upper()} {route}: {response.status_code}")
     assert {"invalid_player", "invalid_match_id"} <= codes
     assert unlisted == []
+
+
+def _cursor_pattern() -> str:
+    """The schema's pattern, its `$` the end of the text as in JSON Schema's (ECMA) regexes
+    (Python's `$` also matches before a final newline)."""
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    top = document["paths"]["/api/v1/games/{game}/boards/{board}/top"]["get"]
+    pattern = next(p["schema"]["pattern"] for p in top["parameters"] if p["name"] == "cursor")
+    return pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern
+
+
+@given(text=st.one_of(st.from_regex(_cursor_pattern(), fullmatch=True), st.text(alphabet="0123456789abcdef.:pA_-\n ")))
+@settings(max_examples=300, deadline=None)
+def test_the_cursor_pattern_states_exactly_the_cursors_the_service_takes(text: str) -> None:
+    """`top?cursor=` is refused (invalid_cursor) exactly when the schema's pattern forbids it: a
+    cursor is data no query can make malformed, so its form is the whole rule (docs/api.md §5.3)."""
+    try:
+        cursor_decode(text)
+        taken = True
+    except BadCursor:
+        taken = False
+    assert taken == (re.search(_cursor_pattern(), text) is not None), text
+
+
+@given(encoded=st.integers(0, (1 << EXACT_BITS) - 1), player=st.from_regex(PLAYER_RE, fullmatch=True))
+@settings(max_examples=200, deadline=None)
+def test_every_cursor_the_service_hands_out_keeps_to_the_pattern(encoded: int, player: str) -> None:
+    cursor = cursor_at(encoded, player)
+    assert re.search(_cursor_pattern(), cursor) and cursor_decode(cursor) == (encoded, player)
