@@ -5,6 +5,7 @@ the error body of docs/api.md §14, and nothing of it is stored. Ids are taken e
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from django.test import Client
@@ -270,3 +271,16 @@ def test_a_surrogate_pair_is_one_character_and_taken(server: SignedClient, game)
     raw = raw.replace(b"m-\\ud83d\\ude00", b"m-1")
     assert server.post(f"{URL}/matches", raw=raw).status_code == 201
     assert Match.objects.get().match_id == "m-1"
+
+
+@pytest.mark.parametrize("ended_at", ["2026-11-28T12:00:00-22:02", "2026-11-28T12:00:00+23:59"])
+def test_an_ended_at_with_an_offset_beyond_postgres_16_hours_is_taken_as_its_instant(
+    server: SignedClient, game, ended_at: str
+) -> None:
+    """RFC 3339 offsets go to ±23:59 (the schema's pattern too); Postgres takes ±15:59 at most."""
+    assert server.post(f"{URL}/matches", body("off-1", ended_at=ended_at)).status_code == 201
+    batch = server.post(f"{URL}/matches/batch", {"matches": [body("off-2", ended_at=ended_at)]})
+    assert batch.status_code == 200 and batch.json()["results"][0]["status"] == "accepted", batch.json()
+    instant = datetime.fromisoformat(ended_at)
+    assert [m.ended_at for m in Match.objects.order_by("match_id")] == [instant, instant]
+    assert server.post(f"{URL}/matches", body("off-1", ended_at=ended_at)).json()["duplicate"] is True
