@@ -17,8 +17,7 @@ ahead of it). Ranks stay exact: the members ahead of the cursor are summed over 
 
 from __future__ import annotations
 
-import base64
-import binascii
+import re
 
 from boards import index
 from boards.profiles import id_bytes, profiles_of, unknown_members_warn
@@ -26,12 +25,18 @@ from boards.types import GROUP_CAP, BoardEntry, Page, board_entry
 from rediskit import keys
 from rediskit.client import REDIS_DOWN
 from scores import encoding, selectors
-from scores.ids import is_player_id
+from scores.ids import PLAYER_RE
 from scores.selectors import BoardConfig, Profile
 
 Cursor = tuple[int, str]  # (encoded score, player id) of the last entry seen
 
-_PREFIX = "v1:"
+# A cursor is `<encoded score in lowercase hex, no leading zero>.<player id>` (the score has no
+# "." to split on; the id may). Plain text, so that one pattern states exactly the cursors this
+# service accepts, which are exactly those it hands out (the OpenAPI schema's, boards/api/common.py).
+# Hex, not decimal: an encoded score is below 2**53, 14 hex digits of which the first is 0 or 1.
+assert encoding.EXACT_BITS == 53, "CURSOR_RE bounds the score to 2**53"
+CURSOR_RE = rf"^(0|[1-9a-f][0-9a-f]{{0,12}}|1[0-9a-f]{{13}})\.({PLAYER_RE[1:-1]})$"
+_CURSOR = re.compile(CURSOR_RE[1:-1])
 
 
 class BadCursor(ValueError):
@@ -44,22 +49,16 @@ def cursor_encode(entry: BoardEntry) -> str:
 
 def cursor_at(encoded: int, external_id: str) -> str:
     """The cursor that continues after the position (encoded score, player id)."""
-    raw = f"{_PREFIX}{encoded}:{external_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return f"{encoded:x}.{external_id}"
 
 
 def cursor_decode(text: str) -> Cursor:
-    """The position a cursor names; BadCursor for anything this service did not hand out."""
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise BadCursor("not a cursor of this board") from None
-    if not raw.startswith(_PREFIX):
+    """The position a cursor names; BadCursor for anything not of CURSOR_RE's form, which is
+    every cursor this service hands out and nothing else."""
+    found = _CURSOR.fullmatch(text)
+    if found is None:
         raise BadCursor("not a cursor of this board")
-    score, _, player = raw[len(_PREFIX) :].partition(":")
-    if not score.isascii() or not score.isdigit() or int(score) >= 1 << encoding.EXACT_BITS or not is_player_id(player):
-        raise BadCursor("not a cursor of this board")
-    return int(score), player
+    return int(found[1], 16), found[2]
 
 
 def next_cursor(page: Page) -> str | None:

@@ -105,6 +105,7 @@ class TournamentJoinApi(APIView):
         request=None,
         responses={
             200: OutputSerializer,
+            400: OpenApiResponse(ErrorBodySerializer, description="`invalid_player`: a player id outside its form"),
             401: OpenApiResponse(ErrorBodySerializer, description="neither signed nor a player token"),
             403: OpenApiResponse(ErrorBodySerializer, description="another game's key, or another player's token"),
             404: OpenApiResponse(ErrorBodySerializer, description="unknown game, tournament or player"),

@@ -1,17 +1,30 @@
-"""The API's JSON parser: DRF's, plus a bound on nesting.
+"""The API's JSON parser: DRF's, plus a bound on nesting and text that is Unicode.
 
 A body nested deeper than MAX_JSON_DEPTH is a 400 (invalid_json). Without the bound, one
 nested a thousand levels raised RecursionError inside json (a 500), and one just shallow
-enough to parse could exhaust the stack in whatever walked it next."""
+enough to parse could exhaust the stack in whatever walked it next.
+
+A body whose text holds a lone surrogate (`"\\udb69"`, an escape JSON's grammar allows but that
+names no character) is a 400 (invalid_json) too: Python's json takes it into a str that no
+UTF-8 encoder accepts, so it failed later, in Postgres or Redis, as a 500. Every view reading
+JSON gets its body from here (the thin submission path hands such a body over: orjson refuses it)."""
 
 from __future__ import annotations
 
+import codecs
+import re
 from typing import Any
 
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import JSONParser, get_encoding  # type: ignore[attr-defined]  # DRF 3.16, not in the stubs
+from rest_framework.utils import json
 
 MAX_JSON_DEPTH = 64  # a batch is 5 levels deep before its results' metadata
+
+# the only way a surrogate gets into parsed JSON: a \uD800-\uDFFF escape (UTF-8 decoding of the
+# bytes refuses encoded surrogates), so a body without one skips the walk below
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_depth_exceeds(value: Any, limit: int) -> bool:
@@ -30,12 +43,35 @@ def json_depth_exceeds(value: Any, limit: int) -> bool:
     return True
 
 
+def holds_lone_surrogate(value: Any) -> bool:
+    """Whether a parsed JSON value has a surrogate code point in any string, key or value (a
+    pair of escapes for one character outside the BMP parses into that character, not two)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if type(item) is str:
+            if _SURROGATE.search(item):
+                return True
+        elif type(item) is dict:
+            pending += item.keys()
+            pending += item.values()
+        elif type(item) is list:
+            pending += item
+    return False
+
+
 class BoundedJSONParser(JSONParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
+        encoding = get_encoding(parser_context or {})  # DRF's: an unknown charset is a 400
         try:
-            data = super().parse(stream, media_type, parser_context)
+            text = codecs.getreader(encoding)(stream).read()
+            data = json.loads(text, parse_constant=json.strict_constant if self.strict else None)
         except RecursionError:
             raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep") from None
+        except ValueError as exc:  # what DRF's parser answers (UnicodeDecodeError is one)
+            raise ParseError(f"JSON parse error - {exc}") from None
         if type(data) in (dict, list) and json_depth_exceeds(data, MAX_JSON_DEPTH):
             raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
+        if _SURROGATE_ESCAPE.search(text) and holds_lone_surrogate(data):
+            raise ParseError("JSON parse error - a \\u escape names a lone surrogate, not a character")
         return data

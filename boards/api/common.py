@@ -15,6 +15,7 @@ from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 
+from boards.cursor import CURSOR_RE
 from boards.types import BoardEntry, FriendEntry
 from leaderboard_project.errors import ErrorBodySerializer, NotFound
 from scores import windows
@@ -280,8 +281,8 @@ LIMIT_PARAM = _int_param("limit", "entries per page")
 OFFSET_PARAM = _int_param("offset", "entries skipped before the page")
 CURSOR_PARAM = OpenApiParameter(
     "cursor",
-    # what next_cursor hands out: unpadded URL-safe base64 (boards/cursor.py), as TopQuerySerializer bounds it
-    {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,200}$", "maxLength": 200},
+    # exactly what cursor_decode takes, which is exactly what next_cursor hands out
+    {"type": "string", "pattern": CURSOR_RE},
     description="a page's next_cursor: the entries after that page's last one, at any depth (instead of offset)",
 )
 AROUND_PARAM = _int_param("around", "neighbours on each side")

@@ -79,7 +79,9 @@ class Rfc3339Field(serializers.Field):
             self.fail("range")
         if not ENDED_AT_MIN <= in_utc < ENDED_AT_MAX:
             self.fail("range")
-        return value
+        # the instant, in UTC: RFC 3339 offsets go to ±23:59, Postgres' to ±15:59 (it refused
+        # "-22:02" as a 500); the offset means nothing once the instant is known
+        return in_utc
 
     def to_representation(self, value: datetime) -> str:
         return value.isoformat()

@@ -103,11 +103,14 @@ def test_walking_by_cursor_lists_every_unchanged_player_once_in_order(world, boa
 
 def test_a_cursor_from_elsewhere_is_refused(world) -> None:
     client = Client()
-    for bad in ["x", "djE6eDph", "djE6MTIzOg", "djI6MTI6YQ", "djE6OTAwNzE5OTI1NDc0MDk5MjphYQ"]:
+    # the old base64 form, a bare number, a leading zero, 2**53, no player, a player outside §1.1,
+    # upper-case hex, a newline after it
+    for bad in ["x", "0", "djE6MTI6YQ", "00.a", "20000000000000.a", "c.", "c.a%20b", "C.a", "c.a%0A"]:
         response = client.get(f"{URL}/elo/top?cursor={bad}")
         assert response.status_code == 400, bad
         assert response.json()["error"]["code"] == "invalid_cursor"
-    response = client.get(f"{URL}/elo/top?cursor=djE6MTI6YQ&offset=5")
+    response = client.get(f"{URL}/elo/top?cursor=c.a&offset=5")
     assert response.status_code == 400 and "offset" in response.json()["error"]["message"]
-    body = client.get(f"{URL}/elo/top?cursor=djE6MTI6YQ").json()  # a valid position on an empty board
-    assert body["entries"] == [] and body["next_cursor"] is None
+    for edge in ("0.a", "1fffffffffffff.p:1@x", "c.a.b"):  # a valid position on an empty board
+        body = client.get(f"{URL}/elo/top?cursor={edge}").json()
+        assert body["entries"] == [] and body["next_cursor"] is None, edge

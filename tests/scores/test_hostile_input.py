@@ -5,6 +5,7 @@ the error body of docs/api.md §14, and nothing of it is stored. Ids are taken e
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from django.test import Client
@@ -236,3 +237,50 @@ def test_metadata_nested_within_the_bound_is_still_fine(server: SignedClient, ga
         inner["a"] = {}
         inner = inner["a"]
     assert server.post(f"{URL}/matches", body(metadata=meta)).status_code == 201
+
+
+# a lone surrogate: an escape JSON's grammar allows that names no character (docs/api.md §14)
+LONE = ["\\udb69", "\\udc00", "a\\ud800b"]
+SURROGATE_BODIES = {
+    "/matches": '{"match_id": "%s", "ended_at": "2026-11-28T12:00:00Z", '
+    '"results": [{"player": "p2", "board": "rating", "score": 5}]}',
+    "/matches/batch": '{"matches": [{"match_id": "m-2", "ended_at": "2026-11-28T12:00:00Z", '
+    '"results": [{"player": "p2", "board": "rating", "score": 5, "metadata": {"%s": 1}}]}]}',
+    "/players/p1/friends": '{"friends": ["%s"]}',
+    "/matches/m/void": '{"reason": "%s"}',
+    "/matches/m/approve": '{"reason": "%s"}',
+}
+
+
+@pytest.mark.parametrize("lone", LONE)
+@pytest.mark.parametrize("path, method", [(p, "PUT" if "friends" in p else "POST") for p in SURROGATE_BODIES])
+def test_a_lone_surrogate_in_a_body_is_a_400_and_changes_nothing(
+    server: SignedClient, game, path: str, method: str, lone: str
+) -> None:
+    submit(server, "m", [{"player": "p1", "board": "rating", "score": 5}])
+    raw = (SURROGATE_BODIES[path] % lone).encode()
+    assert_error(server.request(method, URL + path, raw=raw), 400, "invalid_json")
+    assert list(Match.objects.values_list("match_id", "status")) == [("m", "accepted")]
+    assert not Friendship.objects.exists() and not AuditEntry.objects.exists()
+
+
+def test_a_surrogate_pair_is_one_character_and_taken(server: SignedClient, game) -> None:
+    raw = b'{"match_id": "m-\\ud83d\\ude00", "ended_at": "2026-11-28T12:00:00Z", '
+    raw += b'"results": [{"player": "p1", "board": "rating", "score": 5, "metadata": {"k\\ud83d\\ude00": "\\u00e9"}}]}'
+    assert server.post(f"{URL}/matches", raw=raw).status_code == 400  # an id is printable ASCII (§1.1)
+    raw = raw.replace(b"m-\\ud83d\\ude00", b"m-1")
+    assert server.post(f"{URL}/matches", raw=raw).status_code == 201
+    assert Match.objects.get().match_id == "m-1"
+
+
+@pytest.mark.parametrize("ended_at", ["2026-11-28T12:00:00-22:02", "2026-11-28T12:00:00+23:59"])
+def test_an_ended_at_with_an_offset_beyond_postgres_16_hours_is_taken_as_its_instant(
+    server: SignedClient, game, ended_at: str
+) -> None:
+    """RFC 3339 offsets go to ±23:59 (the schema's pattern too); Postgres takes ±15:59 at most."""
+    assert server.post(f"{URL}/matches", body("off-1", ended_at=ended_at)).status_code == 201
+    batch = server.post(f"{URL}/matches/batch", {"matches": [body("off-2", ended_at=ended_at)]})
+    assert batch.status_code == 200 and batch.json()["results"][0]["status"] == "accepted", batch.json()
+    instant = datetime.fromisoformat(ended_at)
+    assert [m.ended_at for m in Match.objects.order_by("match_id")] == [instant, instant]
+    assert server.post(f"{URL}/matches", body("off-1", ended_at=ended_at)).json()["duplicate"] is True
