@@ -79,12 +79,12 @@ browser:
 	  exit 1; \
 	fi
 
-# nginx for the tests of the edge cache and the stack `make run` serves (tests/boards/test_edge_cache.py):
-# found, or installed as root with apt-get by scripts/web.py, the same way `make run` gets it. Without
-# it those tests skip, and this says so.
+# nginx for the tests of the edge cache and the stack `make run` serves (tests/boards/test_edge_cache.py,
+# tests/e2e/): found, or installed as root with apt-get by scripts/web.py, the same way `make run` gets
+# it. Without it those tests would fail (they never skip, nor run on uvicorn alone): say so first.
 nginx:
 	@$(PYTHON) -c 'import sys; sys.path.insert(0, "scripts"); import web; sys.exit(web.find_nginx() is None)' \
-	  || echo "warning: nginx not found and not installable here (sudo apt-get install nginx-light): the edge cache tests will skip" >&2
+	  || { echo "error: the tests of the nginx stack need nginx: sudo apt-get install nginx-light" >&2; exit 1; }
 
 # axe-core (the npm package) for the accessibility browser test, from tests/e2e/package-lock.json.
 AXE := tests/e2e/node_modules/axe-core/axe.min.js

@@ -39,6 +39,13 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
 
 
 @contextlib.contextmanager
+def nginx_needed() -> None:
+    """A test of the nginx stack fails where nginx is missing, never skips or runs on uvicorn
+    alone: `make test` installs it (scripts/web.py, as `make run` does)."""
+    if web.find_nginx(install=False) is None:
+        pytest.fail("nginx is needed for this test: `make test` installs it (apt-get install nginx-light)")
+
+
 def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterator[int]:
     """scripts/web.py on a free port until /healthz answers 200; stopped (its whole group) after."""
     port = spare_port()
@@ -83,8 +90,8 @@ def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterato
 @pytest.fixture(params=[("nginx", "granian"), ("nginx", "gunicorn"), ("uvicorn", None)], ids=lambda p: p[1] or p[0])
 def served(request, transactional_db) -> Iterator[tuple[str, int]]:
     topology, http = request.param
-    if topology == "nginx" and web.find_nginx(install=False) is None:
-        pytest.skip("nginx is not installed here")
+    if topology == "nginx":
+        nginx_needed()
     with serving(topology, http) as port:
         yield topology, port
 
@@ -140,8 +147,7 @@ def test_granian_is_the_default_http_server_and_keeps_upstream_connections(monke
 def test_nginx_refuses_a_body_over_the_limit_before_reading_it(transactional_db) -> None:
     """A 256 MiB upload is answered 413 (the error body of docs/api.md §14) from its headers alone: nothing is
     spooled, and a body just over the limit is a 413 every time, never a 502."""
-    if web.find_nginx(install=False) is None:
-        pytest.skip("nginx is not installed here")
+    nginx_needed()
     limit = 64 * 1024
     with serving("nginx", MAX_REQUEST_BODY_BYTES=str(limit)) as port:
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:

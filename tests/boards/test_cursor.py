@@ -103,7 +103,7 @@ def test_walking_by_cursor_lists_every_unchanged_player_once_in_order(world, boa
 
 def test_a_cursor_from_elsewhere_is_refused(world) -> None:
     client = Client()
-    # the old base64 form, a bare number, a leading zero, 2**53, no player, a player outside §1.1,
+    # the old base64 form, a bare number, a leading zero, 2**53, no player, a player outside docs/api.md §1.1,
     # upper-case hex, a newline after it
     for bad in ["x", "0", "djE6MTI6YQ", "00.a", "20000000000000.a", "c.", "c.a%20b", "C.a", "c.a%0A"]:
         response = client.get(f"{URL}/elo/top?cursor={bad}")

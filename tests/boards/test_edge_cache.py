@@ -22,12 +22,11 @@ from leaderboard_client.signing import sign
 
 from rediskit import keys
 from rediskit.client import get_redis
-from scripts import web
 from tests.boards.conftest import URL, submit
 from tests.boards.test_redis_down import ThrowawayRedis
 from tests.conftest import SignedClient, mark_index_built
 from tests.polling import until
-from tests.test_web import _get, serving
+from tests.test_web import _get, nginx_needed, serving
 
 TOP = f"{URL}/boards/rating/top"
 HISTOGRAM = f"{URL}/boards/rating/histogram"
@@ -44,8 +43,7 @@ ROUTES = {
 @pytest.fixture
 def edge(ranked: SignedClient) -> Iterator[int]:
     """The nginx topology on a free port, over the ranked test board."""
-    if web.find_nginx(install=False) is None:
-        pytest.skip("nginx is not installed here")
+    nginx_needed()
     with serving("nginx", "granian") as port:
         yield port
 
@@ -187,8 +185,7 @@ def test_a_result_is_visible_through_the_edge_within_one_second(edge: int, ranke
 
 
 def test_edge_cache_0_passes_every_read_through(ranked: SignedClient) -> None:
-    if web.find_nginx(install=False) is None:
-        pytest.skip("nginx is not installed here")
+    nginx_needed()
     with serving("nginx", "granian", EDGE_CACHE="0") as port:
         before = reached_django(port, "top")
         answers = [get(port, TOP) for _ in range(3)]
@@ -243,8 +240,7 @@ def test_a_degraded_histogram_while_redis_is_down_is_not_kept_at_the_edge(ranked
     kept at the edge. The web stack runs on a Redis of its own, stopped during a read and started
     again: the same read right after, within the same second (when a kept answer would still be
     served), reaches Django; the histogram comes back undegraded."""
-    if web.find_nginx(install=False) is None:
-        pytest.skip("nginx is not installed here")
+    nginx_needed()
     redis = ThrowawayRedis(tmp_path)
     redis.start()
     try:

@@ -47,7 +47,9 @@ class WebServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        cmd = [sys.executable, "scripts/web.py", "--port", str(self.port), "--workers", "2"]
+        # the nginx topology by name: where nginx is missing the test fails, it never quietly
+        # runs on uvicorn alone
+        cmd = [sys.executable, "scripts/web.py", "--port", str(self.port), "--workers", "2", "--topology", "nginx"]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 cmd, cwd=settings.BASE_DIR, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True

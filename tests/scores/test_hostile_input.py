@@ -267,7 +267,7 @@ def test_a_lone_surrogate_in_a_body_is_a_400_and_changes_nothing(
 def test_a_surrogate_pair_is_one_character_and_taken(server: SignedClient, game) -> None:
     raw = b'{"match_id": "m-\\ud83d\\ude00", "ended_at": "2026-11-28T12:00:00Z", '
     raw += b'"results": [{"player": "p1", "board": "rating", "score": 5, "metadata": {"k\\ud83d\\ude00": "\\u00e9"}}]}'
-    assert server.post(f"{URL}/matches", raw=raw).status_code == 400  # an id is printable ASCII (§1.1)
+    assert server.post(f"{URL}/matches", raw=raw).status_code == 400  # an id is printable ASCII (docs/api.md §1.1)
     raw = raw.replace(b"m-\\ud83d\\ude00", b"m-1")
     assert server.post(f"{URL}/matches", raw=raw).status_code == 201
     assert Match.objects.get().match_id == "m-1"
