@@ -445,10 +445,11 @@ async def opened_via(app: Any, path: str) -> WebsocketCommunicator:
     return comm
 
 
-async def on_connect(comm: WebsocketCommunicator, player: str | None) -> None:
+async def on_connect(comm: WebsocketCommunicator, player: str | None, standing: tuple[int, int] | None = None) -> None:
+    """The top, then for a player their (rank, score): `standing`, else the ranked fixture's."""
     assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
     if player is not None:
-        rank, score = RANKED[player]
+        rank, score = standing or RANKED[player]
         assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {"type": "rank", "rank": rank, "score": score}
 
 
@@ -513,9 +514,12 @@ async def test_a_socket_gone_during_a_fan_out_leaves_the_hub_and_the_others_get_
     assert not hub().groups
 
 
-async def slow_and_quick(reading: asyncio.Event) -> tuple[WebsocketCommunicator, WebsocketCommunicator]:
-    """Two sockets of p4, past their on-connect messages: one whose sends wait while `reading`
-    is clear (as uvicorn's send waits while the client's transport is paused), one that reads."""
+async def slow_and_quick(
+    reading: asyncio.Event, standing: tuple[int, int] | None = None
+) -> tuple[WebsocketCommunicator, WebsocketCommunicator]:
+    """Two sockets of p4, past their on-connect messages (p4's `standing`, else the ranked
+    fixture's): one whose sends wait while `reading` is clear (as uvicorn's send waits while the
+    client's transport is paused), one that reads."""
     reading.set()
 
     async def send_when_read(message: dict, send: Callable) -> None:
@@ -526,7 +530,7 @@ async def slow_and_quick(reading: asyncio.Event) -> tuple[WebsocketCommunicator,
     slow = await opened_via(sending(send_when_read), WS + f"?token={token}")
     quick = await opened(WS + f"?token={token}")
     for comm in (slow, quick):
-        await on_connect(comm, "p4")
+        await on_connect(comm, "p4", standing)
     return slow, quick
 
 
@@ -602,18 +606,7 @@ async def test_a_slow_reader_gets_at_most_the_last_50_passed_notices(ranked: Sig
     )
     assert response.status_code == 200, response.content
     reading = asyncio.Event()
-    reading.set()
-
-    async def send_when_read(message: dict, send: Callable) -> None:
-        await reading.wait()
-        await send(message)
-
-    token = await sync_to_async(token_of)("p4")
-    slow = await opened_via(sending(send_when_read), WS + f"?token={token}")
-    quick = await opened(WS + f"?token={token}")
-    for comm in (slow, quick):
-        assert is_top(json.loads(await comm.receive_from(timeout=DEADLINE)))
-        assert json.loads(await comm.receive_from(timeout=DEADLINE)) == {"type": "rank", "rank": 14, "score": 300}
+    slow, quick = await slow_and_quick(reading, standing=(14, 300))
 
     reading.clear()
     for m in range(6):  # every friend from nowhere to above p4's 300, below the leaders
