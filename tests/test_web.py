@@ -38,7 +38,6 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
         return exc.code, dict(exc.headers), exc.read()
 
 
-@contextlib.contextmanager
 def nginx_needed() -> None:
     """A test of the nginx stack fails where nginx is missing, never skips or runs on uvicorn
     alone: `make test` installs it (scripts/web.py, as `make run` does)."""
@@ -46,6 +45,7 @@ def nginx_needed() -> None:
         pytest.fail("nginx is needed for this test: `make test` installs it (apt-get install nginx-light)")
 
 
+@contextlib.contextmanager
 def serving(topology: str, http: str | None = None, **env_extra: str) -> Iterator[int]:
     """scripts/web.py on a free port until /healthz answers 200; stopped (its whole group) after."""
     port = spare_port()

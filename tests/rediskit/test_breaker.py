@@ -57,7 +57,8 @@ def test_a_hung_redis_costs_one_timeout_then_fails_fast_and_heals(server: Signed
         top = Client().get("/api/v1/games/chess/boards/rating/top")
         assert top.status_code == 200 and top.json()["degraded"] is True  # from Postgres
         assert top.json()["total"] == 5  # p0..p4
-        assert Match.objects.count() == 6 and BoardOutbox.objects.count() >= 5
+        # what Redis missed waits in the outbox: a row per projector batch, which may hold several
+        assert Match.objects.count() == 6 and BoardOutbox.objects.exists()
         health = Client().get("/healthz")
         assert health.status_code == 503 and health.json()["redis"].startswith("down")
 
