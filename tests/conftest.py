@@ -92,18 +92,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     def module(item: pytest.Item) -> str:
         return item.nodeid.partition("::")[0]
 
-    def on_projector(item: pytest.Item) -> bool:
-        return projector_wanted(item)
-
     def group(item: pytest.Item) -> tuple[str, bool]:
         callspec = getattr(item, "callspec", None)
-        return (str(callspec.params.get("topology", "")) if callspec else "", not on_projector(item))
+        return (str(callspec.params.get("topology", "")) if callspec else "", not projector_wanted(item))
 
     dropped = [item for item in items if sharding_irrelevant(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if not sharding_irrelevant(item)]
-    grouped = {module(item) for item in items if on_projector(item)}
+    grouped = {module(item) for item in items if projector_wanted(item)}
     first: dict[str, int] = {}
     for i, item in enumerate(items):
         first.setdefault(module(item), i)

@@ -129,9 +129,9 @@ def shared_projector_stop() -> None:
 def _projector_hold(settings) -> None:
     """Takes every lane's apply lock (a session lock, here), after the fold in flight if any: the
     kept projector then folds nothing until `_projector_resume`. The tables are emptied after a
-    test with Django's flush, one TRUNCATE of every table, and an idle fold taking the same
-    tables in its own order could deadlock it (Postgres then aborts one of the two: the flush,
-    and the next test starts on the last one's rows)."""
+    test in one transaction (tests/conftest.py `_fixture_teardown`), and an idle fold taking the
+    same tables in its own order could deadlock it (Postgres then aborts one of the two: the
+    reset, and the next test starts on the last one's rows)."""
     _projector_resume()
     held = psycopg.connect(database_url(settings), autocommit=True)
     try:
