@@ -1,7 +1,7 @@
 """docs/api.md §5, §6, §3.2 over the API: fields, statuses, authorization. What a client reads
 after submissions is read on the path users run: the real projector process applies them
-(tests/projector.py; `submit` waits until they are on the boards); the tests about parameters,
-credentials and friend lists keep the in-request shortcut and say so."""
+(tests/projector.py; `submit` waits until they are on the boards). The tests about parameters,
+credentials and who may replace friend lists run on one Redis only and say so (one_redis)."""
 
 from __future__ import annotations
 

@@ -121,8 +121,9 @@ def test_a_value_that_moved_between_the_two_round_trips_is_read_again(world) -> 
     """A sharded standing reads the player's value, then asks every shard around that value: a
     fold in between moves the player off it. The old read then answered wrongly: 500 when the
     player showed among the neighbours at their new value, "no score" (as here) when not; the
-    read now starts again from the value the player has. Inline projection: this is about the read, the fold is made to land between
-    its two round trips by reading the first one before submitting."""
+    read now starts again from the value the player has. This is about the read: the fold (the
+    projector's, waited for by the submission) is made to land between its two round trips by
+    reading the first one before submitting."""
     game, server = world
     ref = Reference({"deep": DEEP}, "UTC", [])
     _submit(server, ref, _match("m1", FIRST, {"ana": 10, "bo": 20, "cy": 30}))
