@@ -216,12 +216,16 @@ class SignedClient:
     answered once durable; with the real projector beside the test, `request` then waits until
     the projector has applied and mirrored everything acknowledged (tests/projector.py
     `projected`), so the test reads what a client sees once docs/api.md §4.4's second has passed.
-    `settle=False` returns at the answer, for a test about what happens before."""
+    `at_the_answer()` is the same server returning at the answer, for a test about what happens
+    before (or with Redis away, where the mirror cannot be waited for)."""
 
     def __init__(self, key_id: str, secret: str, client: Client | None = None, *, settle: bool = True) -> None:
         self.key_id, self.secret = key_id, secret
         self.client = client or Client()
         self.settle = settle
+
+    def at_the_answer(self) -> SignedClient:
+        return SignedClient(self.key_id, self.secret, self.client, settle=False)
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None, **headers: str):
         data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())

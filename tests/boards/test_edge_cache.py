@@ -173,8 +173,9 @@ def test_a_result_is_visible_through_the_edge_within_one_second(edge: int, ranke
             stored = body
         assert time.monotonic() < deadline, "the edge never refreshed the page"
     assert b'"p9"' not in stored
-    at_the_answer = SignedClient(ranked.key_id, ranked.secret, settle=False)
-    submit(at_the_answer, "m-edge", [{"player": "p9", "board": "rating", "score": 900}], at="2026-11-28T13:00:00Z")
+    submit(
+        ranked.at_the_answer(), "m-edge", [{"player": "p9", "board": "rating", "score": 900}], at="2026-11-28T13:00:00Z"
+    )
     accepted = time.time()
     seen = []
     while time.time() < accepted + 1.0:  # what the edge answers meanwhile: old or new, both allowed

@@ -118,7 +118,7 @@ def test_submissions_survive_a_redis_restart_that_lost_everything(server: Signed
     assert _board_members(board) == _expected(board)
 
     throwaway_redis.stop()
-    redis_down = SignedClient(server.key_id, server.secret, settle=False)  # nothing reaches Redis now
+    redis_down = server.at_the_answer()  # nothing reaches Redis now
     response = redis_down.post(URL, _match("during", "p2", 200))
     assert response.status_code == 201
     assert redis_down.post(URL + "/batch", {"matches": [_match("during-batch", "p3", 300)]}).status_code == 200
@@ -144,7 +144,7 @@ def test_outbox_replays_what_redis_missed_when_it_comes_back_with_its_data(
     services.boards_rebuild()
     server.post(URL, _match("a", "p1", 100))
     throwaway_redis.stop(save=True)
-    redis_down = SignedClient(server.key_id, server.secret, settle=False)  # nothing reaches Redis now
+    redis_down = server.at_the_answer()  # nothing reaches Redis now
     assert redis_down.post(URL, _match("b", "p1", 500)).status_code == 201
     assert redis_down.post(URL, _match("c", "p2", 50)).status_code == 201
     applied("the matches applied to Postgres while Redis is down")

@@ -223,7 +223,7 @@ def csp_violations(driver) -> list[str]:  # noqa: ANN001
 # ports, so one test's session would reach the next test's server), no cache, no page, no
 # console message of the test before. Every test's server has a port of its own, so storage
 # kept per origin is never seen again.
-_KINDS: dict[str, dict] = {
+_KINDS: dict[str, dict] = {  # _chrome's arguments
     "browser": {"width": 1280, "height": 900},
     "offline_browser": {"width": 1280, "height": 900, "offline": True},
     "phone": {"width": 390, "height": 844, "mobile": True},
@@ -252,10 +252,7 @@ def _lend(started: dict, kind: str) -> Iterator:
             driver.quit()
         driver = None
     if driver is None:
-        options = _KINDS[kind]
-        driver = started[kind] = _chrome(options["width"], options["height"], **{
-            k: v for k, v in options.items() if k not in ("width", "height")
-        })  # fmt: skip
+        driver = started[kind] = _chrome(**_KINDS[kind])
         driver.set_page_load_timeout(30)
     driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
     driver.execute_cdp_cmd("Network.clearBrowserCache", {})

@@ -46,7 +46,7 @@ def _open(server: ThrowawayRedis) -> bool:
 def test_a_hung_redis_costs_one_timeout_then_fails_fast_and_heals(server: SignedClient, game, guarded_redis, caplog):
     assert server.post(URL, _match("before", "p1", 100)).status_code == 201
     os.kill(guarded_redis.proc.pid, signal.SIGSTOP)
-    hung = SignedClient(server.key_id, server.secret, settle=False)  # nothing reaches Redis now
+    hung = server.at_the_answer()  # nothing reaches Redis now
     with caplog.at_level(logging.INFO, logger="rediskit.breaker"):
         for i in range(5):
             assert hung.post(URL, _match(f"hung-{i}", f"p{i}", 200 + i)).status_code == 201
@@ -108,7 +108,7 @@ def test_reads_answer_from_postgres_while_the_index_is_not_rebuilt(server: Signe
         assert server.post(URL, _match(f"m{i}", f"p{i}", 100 + i)).status_code == 201
     get_redis().flushdb()  # what a restart of a Redis that keeps nothing on disk looks like
     # the mirror of the three before is gone with it: only the projector's apply can be waited for
-    fresh_redis = SignedClient(server.key_id, server.secret, settle=False)
+    fresh_redis = server.at_the_answer()
     assert fresh_redis.post(URL, _match("after", "late", 50)).status_code == 201  # one entry on the fresh board
     applied("the late match applied")
     top = Client().get("/api/v1/games/chess/boards/rating/top").json()

@@ -345,7 +345,7 @@ def test_single_submission_query_count_is_pinned(server: SignedClient, game) -> 
     assert (
         server.post(URL, a_match("warm-up")).status_code == 201
     )  # the server key and game config are now cached in this process
-    at_the_answer = SignedClient(server.key_id, server.secret, settle=False)  # no wait in the count
+    at_the_answer = server.at_the_answer()  # no wait in the count
     with CaptureQueriesContext(connection) as ctx:
         better = a_match("m-counted", results=[{"player": "p42", "board": "rating", "score": 1500}])
         assert at_the_answer.post(URL, better).status_code == 201
