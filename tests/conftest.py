@@ -161,9 +161,9 @@ def projector_wanted(item: pytest.Item) -> bool:
     a test commits is what a projector can see), but those that start projectors of their own
     (`projector_process`) or are the projector themselves, applying batches by hand
     (`@pytest.mark.without_projector("<why>")`)."""
-    names = item.fixturenames  # type: ignore[attr-defined]
+    names = item.fixturenames  # type: ignore[attr-defined]  (real_projector names transactional_db)
     return (
-        ("transactional_db" in names or "real_projector" in names)
+        "transactional_db" in names
         and "projector_process" not in names
         and item.get_closest_marker("without_projector") is None
     )
