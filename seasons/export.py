@@ -18,6 +18,10 @@ from seasons.selectors import FrozenPart, standings_rows
 
 HEADER = ["game", "board", "window", "version", "rank", "position", "player", "display_name", "score", "reached_at"]
 LIVE = "live"  # the version column of a window exported from its current values
+# A spreadsheet runs a cell that begins with one of these as a formula (docs/api.md §10, the
+# export): game servers choose player ids and display names, so a text cell starting so is
+# written with a leading ' and opens as text. Numbers are written as they are.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def window_csv(board: BoardConfig, window: str, freeze: WindowFreeze | None) -> Iterator[str]:
@@ -37,6 +41,11 @@ def part_rows(part: FrozenPart, *, chunk: int = 1000) -> Iterator[tuple]:
         for s in page:
             yield s.position, s.rank, s.player.external_id, s.player.display_name, s.value, s.reached_at, s.encoded
         offset += len(page)
+
+
+def text_cell(text: str) -> str:
+    """A text cell a spreadsheet will show, never run."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def _csv(board: BoardConfig, window: str, version: str, rows: Iterable[tuple]) -> Iterator[str]:
@@ -61,8 +70,8 @@ def _csv(board: BoardConfig, window: str, version: str, rows: Iterable[tuple]) -
             version,
             rank,
             position,
-            player,
-            name,
+            text_cell(player),
+            text_cell(name or ""),
             value,
             reached_at.isoformat(),
         ]

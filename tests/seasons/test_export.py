@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from scores.selectors import cached_board
 from seasons import services
-from seasons.export import HEADER
+from seasons.export import HEADER, text_cell
 from tests.boards.conftest import URL, submit
 from tests.conftest import SignedClient
 from tests.factories import server_key
@@ -100,3 +100,35 @@ def test_a_big_window_streams(server: SignedClient, game) -> None:
     assert response.streaming
     got = rows(response)
     assert [r["player"] for r in got] == [f"q{i:04d}" for i in range(99, -1, -1)]
+
+
+def test_text_a_spreadsheet_would_run_is_exported_as_text(server: SignedClient, game) -> None:
+    """Game servers choose ids and display names: a cell starting =, +, -, @, a tab or a carriage
+    return opens as text, not as a formula (docs/api.md §10)."""
+    names = {
+        "p-link": '=HYPERLINK("http://x.example/","click")',
+        "p-plus": "+1+2",
+        "p-at": "@SUM(A1)",
+        "p-plain": "Ana",
+    }
+    results = [
+        {"player": p, "board": "rating", "score": 50 + i, "display_name": n} for i, (p, n) in enumerate(names.items())
+    ]
+    results.append({"player": "-1", "board": "rating", "score": 3})
+    results.append({"player": "@me", "board": "rating", "score": 2})
+    submit(server, "formulas", results)
+    exported = rows(server.get(URL + "/boards/rating/export?window=all"))
+    by_player = {r["player"]: r for r in exported}
+    assert {p: by_player[p]["display_name"] for p in names} == {
+        "p-link": '\'=HYPERLINK("http://x.example/","click")',
+        "p-plus": "'+1+2",
+        "p-at": "'@SUM(A1)",
+        "p-plain": "Ana",
+    }
+    assert {"'-1", "'@me"} <= set(by_player)
+    assert by_player["p-link"]["score"] == "50" and by_player["'-1"]["score"] == "3"
+
+
+def test_a_leading_tab_or_carriage_return_is_text_too() -> None:
+    """The API trims names before they are stored, so only this function can meet them today."""
+    assert [text_cell(t) for t in ("\tcmd", "\rcmd", "a=b", "")] == ["'\tcmd", "'\rcmd", "a=b", ""]
