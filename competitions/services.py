@@ -140,7 +140,11 @@ def tournaments_close(*, now: datetime) -> list[str]:
     tournaments frozen now, as "game/board"."""
     frozen = []
     for game in Game.objects.order_by("id"):
-        config = game_config(game)
+        try:
+            config = game_config(game)
+        except Exception:
+            log.exception("ending tournaments: the configuration of %s does not load", game.slug)
+            continue
         grace = timedelta(seconds=game.close_grace_seconds)
         for board in config.boards.values():
             tournament = tournament_of(board)
@@ -154,6 +158,10 @@ def tournaments_close(*, now: datetime) -> list[str]:
             if held:
                 log.info("tournament %s/%s waits for %d held match(es)", game.slug, board.slug, len(held))
                 continue
-            if window_freeze(board=board, window="all", reason="tournament ended") is not None:
-                frozen.append(f"{game.slug}/{board.slug}")
+            try:
+                if window_freeze(board=board, window="all", reason="tournament ended") is not None:
+                    frozen.append(f"{game.slug}/{board.slug}")
+            except Exception:
+                # this tournament's alone: the others still end; the next run tries it again
+                log.exception("ending tournament %s/%s failed", game.slug, board.slug)
     return frozen

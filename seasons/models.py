@@ -12,6 +12,7 @@ class WindowClose(models.Model):
     class State(models.TextChoices):
         WAITING = "waiting"
         FROZEN = "frozen"
+        FAILED = "failed"  # the last try failed; the next close run tries again
 
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="closes")
     window = models.CharField(max_length=80)

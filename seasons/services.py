@@ -23,7 +23,7 @@ from scores import windows
 from scores.cutoffs import window_cutoff_set
 from scores.models import Game
 from scores.projection import pending_apply
-from scores.selectors import BoardConfig, game_config, held_touching_top, window_standings_sql
+from scores.selectors import BoardConfig, GameConfig, game_config, held_touching_top, window_standings_sql
 from seasons.models import WindowClose, WindowFreeze
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ class CloseReport:
     frozen: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
     already: int = 0
+    failed: list[str] = field(default_factory=list)  # "<game>/<board> <window>: <error>"
 
 
 # Called inside a freeze's transaction with (board, freeze, previous version or None): an app
@@ -52,38 +53,57 @@ def freeze_hook_register(hook: FreezeHook, *, uid: str) -> None:
 
 
 def windows_close(*, now: datetime | None = None) -> CloseReport:
-    """Freeze every ended, unfrozen window whose grace period has passed."""
+    """Freeze every ended, unfrozen window whose grace period has passed.
+
+    One game's failure (a configuration that no longer loads, a freeze that fails) is that game's
+    alone: it is logged, kept in the window's close state for the admin and reported, and every
+    other board and game is still closed (docs/windows.md, "Closing and freezing")."""
     now = now or timezone.now()
     report = CloseReport()
     for game in Game.objects.order_by("id"):
-        config = game_config(game)
+        try:
+            config = game_config(game)
+        except Exception as exc:
+            log.exception("closing windows: the configuration of %s does not load", game.slug)
+            report.failed.append(f"{game.slug}: {type(exc).__name__}: {exc}")
+            continue
         cutoff = now - timedelta(seconds=game.close_grace_seconds)
         for board in config.boards.values():
-            # the global board, then each region's board, rolling over at its own midnight
-            zones = [(None, game.reset_timezone)] + [(r.slug, r.timezone) for r in board.regions]
-            candidates = [
-                windows.in_region(region, w) if region else w
-                for region, tz in zones
-                for kind in board.windows
-                if kind in LOOKBACK
-                for w in windows.ended_windows(kind, cutoff, tz, config.seasons, LOOKBACK[kind])
-            ]
-            done = set(
-                WindowFreeze.objects.filter(board_id=board.id, window__in=candidates).values_list("window", flat=True)
-            )
-            report.already += len(done)
-            for window in candidates:
-                if window in done:
-                    continue
-                label = f"{game.slug}/{board.slug} {window}"
-                blocking = held_blocking(board, window=window, seasons=config.seasons)
-                if blocking:
-                    _close_state(board.id, window, WindowClose.State.WAITING, blocking)
-                    report.waiting.append(label)
-                    continue
-                if window_freeze(board=board, window=window, reason="window closed") is not None:
-                    report.frozen.append(label)
+            _board_windows_close(board, config=config, cutoff=cutoff, report=report)
     return report
+
+
+def _board_windows_close(board: BoardConfig, *, config: GameConfig, cutoff: datetime, report: CloseReport) -> None:
+    # the global board, then each region's board, rolling over at its own midnight
+    zones = [(None, board.reset_timezone)] + [(r.slug, r.timezone) for r in board.regions]
+    candidates = [
+        windows.in_region(region, w) if region else w
+        for region, tz in zones
+        for kind in board.windows
+        if kind in LOOKBACK
+        for w in windows.ended_windows(kind, cutoff, tz, config.seasons, LOOKBACK[kind])
+    ]
+    done = set(WindowFreeze.objects.filter(board_id=board.id, window__in=candidates).values_list("window", flat=True))
+    report.already += len(done)
+    for window in candidates:
+        if window in done:
+            continue
+        label = f"{board.game_slug}/{board.slug} {window}"
+        try:
+            blocking = held_blocking(board, window=window, seasons=config.seasons)
+            if blocking:
+                _close_state(board.id, window, WindowClose.State.WAITING, blocking)
+                report.waiting.append(label)
+                continue
+            if window_freeze(board=board, window=window, reason="window closed") is not None:
+                report.frozen.append(label)
+        except Exception as exc:
+            # The freeze rolled back; a cutoff it set stays (the values it kept out must stay
+            # out, or a recompute would disagree with them), so the window takes no results
+            # until a later run freezes it: every run tries again, and the admin shows why.
+            log.exception("closing %s failed", label)
+            report.failed.append(f"{label}: {type(exc).__name__}: {exc}")
+            _close_state(board.id, window, WindowClose.State.FAILED, f"{type(exc).__name__}: {exc}"[:2000])
 
 
 def held_blocking(board: BoardConfig, *, window: str, seasons: tuple[windows.SeasonSpan, ...]) -> str:

@@ -9,4 +9,4 @@ def close_windows(now: str | None = None) -> dict:
     from datetime import datetime
 
     report = services.windows_close(now=datetime.fromisoformat(now) if now else None)
-    return {"frozen": report.frozen, "waiting": report.waiting, "already": report.already}
+    return {"frozen": report.frozen, "waiting": report.waiting, "already": report.already, "failed": report.failed}

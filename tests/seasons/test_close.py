@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -208,3 +208,39 @@ def test_closed_windows_expire_from_redis_after_their_retention(server: SignedCl
     week_end = next_midnight + timedelta(days=7 - weekday)
     weekly = r.expiretime(keys.board_key(board.id, f"weekly:{year}-W{week:02d}"))
     assert weekly == int((week_end + timedelta(days=7) + grace).timestamp())  # + one week
+
+
+def test_one_games_failed_freeze_leaves_every_other_game_closing(day, settings) -> None:
+    """A game whose freeze fails (here its stored webhook list is damaged, so the freeze's outbox
+    write raises inside the freeze) is reported, shown in the admin's close state, and tried again
+    by the next run; the other games' windows are frozen all the same (docs/windows.md)."""
+    from scores.models import Game
+    from tests.factories import BoardFactory, GameFactory, server_key
+
+    other = GameFactory(slug="go")
+    BoardFactory(game=other, slug="rating")
+    key, secret = server_key(other, scopes=("submit",))
+    response = SignedClient(key.key_id, secret).post(
+        "/api/v1/games/go/matches",
+        {"match_id": "g1", "ended_at": f"{DAY}T10:00:00Z", "results": [{"player": "x", "board": "rating", "score": 5}]},
+    )
+    assert response.status_code == 201, response.content
+    Game.objects.filter(slug="chess").update(webhooks=[{"url": "http://receiver.example/"}])  # no "events"
+    config_cache_clear()
+
+    report = services.windows_close(now=AFTER_GRACE)
+    assert f"go/rating daily:{DAY}" in report.frozen
+    assert report.failed and all(line.startswith("chess/") for line in report.failed)  # every chess window, only
+    assert any(line.startswith(f"chess/rating daily:{DAY}: KeyError") for line in report.failed)
+    assert Client().get(f"/api/v1/games/go/boards/rating/standings/daily:{DAY}").json()["total"] == 1
+    assert_error(Client().get(URL + f"/boards/rating/standings/daily:{DAY}"), 404, "not_frozen")
+    failed = WindowClose.objects.get(board__game__slug="chess", board__slug="rating", window=f"daily:{DAY}")
+    assert failed.state == WindowClose.State.FAILED and "KeyError" in failed.detail
+    with pytest.raises(CommandError, match="window.s. failed to close"):
+        call_command("close_windows", now=AFTER_GRACE.isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
+
+    Game.objects.filter(slug="chess").update(webhooks=[])
+    config_cache_clear()
+    again = services.windows_close(now=AFTER_GRACE + timedelta(minutes=1))
+    assert f"chess/rating daily:{DAY}" in again.frozen and again.failed == []
+    assert standings(f"daily:{DAY}")["total"] == 10

@@ -40,6 +40,10 @@ class Command(BaseCommand):
             self.stdout.write(f"frozen  {label}")
         for label in report.waiting:
             self.stdout.write(f"waiting {label}")
+        for line in report.failed:
+            self.stderr.write(f"failed  {line}")
         self.stdout.write(
             f"{len(report.frozen)} frozen, {len(report.waiting)} waiting, {report.already} already frozen"
         )
+        if report.failed:  # every other window was still closed; the exit status tells the operator
+            raise CommandError(f"{len(report.failed)} window(s) failed to close (see above); the next run tries again")
