@@ -93,6 +93,9 @@ class BoardConfig(BoardDefinition):
 _CONFIG_TTL = 5.0  # seconds: how long an edited game config may take to reach every process
 _CONFIG_RETRY = 1.0  # seconds between reload attempts while Postgres is unreachable
 _config_cache: dict[str, tuple[float, GameConfig | None]] = {}
+# Slugs of no game are remembered too (a 404 costs no query for _CONFIG_TTL), but any stranger
+# can invent them: past this many entries, the remembered misses are forgotten, never the games.
+_ENTRIES_KEPT = 4096
 _config_lock = threading.Lock()
 
 
@@ -162,8 +165,15 @@ def cached_game_config(slug: str, *, stale_ok: bool = True) -> GameConfig | None
             # try again in a second rather than make every request wait for the pool
             hit = (now - _CONFIG_TTL + _CONFIG_RETRY, hit[1])
         with _config_lock:
-            _config_cache[slug] = hit
+            _remember(slug, hit)
     return hit[1]
+
+
+def _remember(slug: str, hit: tuple[float, GameConfig | None]) -> None:
+    if hit[1] is None and slug not in _config_cache and len(_config_cache) >= _ENTRIES_KEPT:
+        for missing in [k for k, v in _config_cache.items() if v[1] is None]:
+            del _config_cache[missing]
+    _config_cache[slug] = hit
 
 
 def cached_game(slug: str, *, stale_ok: bool = True) -> tuple[Game | None, dict[str, BoardConfig]]:

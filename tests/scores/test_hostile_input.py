@@ -284,3 +284,17 @@ def test_an_ended_at_with_an_offset_beyond_postgres_16_hours_is_taken_as_its_ins
     instant = datetime.fromisoformat(ended_at)
     assert [m.ended_at for m in Match.objects.order_by("match_id")] == [instant, instant]
     assert server.post(f"{URL}/matches", body("off-1", ended_at=ended_at)).json()["duplicate"] is True
+
+
+def test_invented_game_slugs_never_grow_the_config_cache_past_its_cap(game, monkeypatch) -> None:
+    """Every slug of no game is remembered as a 404, and anyone can invent slugs: past the cap the
+    remembered misses are forgotten, and the games are kept (docs/reliability.md, "Hostile input")."""
+    from scores.selectors import config
+
+    monkeypatch.setattr(config, "_ENTRIES_KEPT", 8)
+    config.config_cache_clear()
+    assert config.cached_game_config("chess") is not None
+    for n in range(50):
+        assert Client().get(f"/api/v1/games/nope-{n}/boards/rating/top").status_code == 404
+        assert len(config._config_cache) <= 8
+    assert "chess" in config._config_cache
