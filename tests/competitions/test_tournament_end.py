@@ -129,3 +129,23 @@ def test_a_receiver_not_subscribed_to_tournament_ends_gets_none(cup, receiver: R
     assert tournaments_close(now=ends + timedelta(hours=1)) == ["arena/cup"]
     assert WindowFreeze.objects.filter(board__slug="cup").count() == 1  # frozen all the same
     assert WebhookEvent.objects.count() == 0  # and no window.frozen instead: the end is its own event
+
+
+def test_one_games_failed_end_leaves_the_other_tournaments_ending(transactional_db) -> None:
+    """A game whose tournament cannot be frozen (its stored webhook list is damaged, so the
+    freeze's outbox write raises) does not stop another game's tournament from ending; the next
+    run ends it once it can (docs/windows.md, "Closing and freezing")."""
+    from scores.models import Game
+    from scores.selectors import config_cache_clear
+
+    ends = timezone.now().replace(microsecond=0) - timedelta(hours=1)
+    for slug in ("broken", "fine"):
+        tournament_board(GameFactory(slug=slug), starts_at=ends - timedelta(days=1), ends_at=ends)
+    Game.objects.filter(slug="broken").update(webhooks=[{"url": "http://receiver.example/"}])  # no "events"
+    config_cache_clear()
+    assert tournaments_close(now=ends + timedelta(hours=1)) == ["fine/cup"]
+    assert not WindowFreeze.objects.filter(board__game__slug="broken").exists()
+
+    Game.objects.filter(slug="broken").update(webhooks=[])
+    config_cache_clear()
+    assert tournaments_close(now=ends + timedelta(hours=1)) == ["broken/cup"]
