@@ -119,16 +119,17 @@ def signin_lockout_response(
 
 
 class SigninBackend(AxesBackend):
-    """Django's username + password check behind axes' lock-out. A sign-in without a request
-    (`manage.py shell`, the test client's login()) has no client address to count and is no
-    stranger's: it is checked as ModelBackend checks it, uncounted (axes refuses it outright)."""
+    """Django's username + password check behind axes' lock-out (axes' own backend only
+    refuses, it never signs anyone in). A sign-in without a request (`manage.py shell`, the
+    test client's login()) has no client address to count and is no stranger's: it is checked
+    as ModelBackend checks it, uncounted (axes would refuse it outright)."""
 
     def authenticate(
         self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
     ) -> Any:
-        if request is None:
-            return ModelBackend.authenticate(self, request, username=username, password=password, **kwargs)
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        if request is not None:
+            super().authenticate(request, username=username, password=password, **kwargs)  # raises when locked out
+        return ModelBackend.authenticate(self, request, username=username, password=password, **kwargs)
 
 
 class _ThrottleMessage:

@@ -280,6 +280,8 @@ AXES_LOCKOUT_CALLABLE = "leaderboard_project.security.signin_lockout_response"
 # Never: a success would clear the address's count of every account's failures, and a guesser
 # with an account of their own would sign into it between guesses.
 AXES_RESET_ON_SUCCESS = False
+# The log names the client address of a failure, never the username typed (it may be a password)
+AXES_SENSITIVE_PARAMETERS = ["username"]
 AXES_DISABLE_ACCESS_LOG = True  # the throttle only; successful sign-ins are not logged here
 AXES_ENABLE_ADMIN = False  # operators reset with `manage.py axes_reset_ip` & co (docs/operations.md)
 
@@ -470,5 +472,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # django-axes: a line per failed sign-in and per lock-out, not its per-attempt chatter
+        "axes": {"level": "WARNING"},
+    },
 }
