@@ -70,7 +70,8 @@ def _draw_nonce() -> str:
 # address) and per client address (AXES_LOCKOUT_PARAMETERS), the address from
 # leaderboard_project/proxies.py. Nothing counts per account alone: failures from one address
 # never keep the right password from working from another (docs/operations.md, "Sign-in
-# throttling"). What is ours: the two limits, the request-less sign-ins, and the form's message.
+# throttling"). What is ours: the two limits, the request-less sign-ins, and the forms' message
+# (which is why AxesMiddleware, whose one job is a lock-out page of its own, is not installed).
 
 THROTTLED_MESSAGE = "Too many failed sign-ins. Wait {minutes} minutes and try again."
 
@@ -83,12 +84,15 @@ class SigninAttempts(AxesDatabaseHandler):
     as it is."""
 
     def get_failures(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
+        # one queryset per AXES_LOCKOUT_PARAMETERS entry, in its order: the account at this
+        # address, then the address
         account, address = (
             qs.aggregate(n=Sum("failures_since_start"))["n"] or 0 for qs in self.get_user_attempts(request, credentials)
         )
-        per_address = settings.SIGNIN_FAILURES_PER_ADDRESS
+        limit = settings.SIGNIN_FAILURES_PER_ADDRESS
         per_account = max(1, settings.SIGNIN_FAILURES_PER_USER)
-        return max(address, account * per_address // per_account if account < per_account else per_address)
+        account_scaled = limit if account >= per_account else account * limit // per_account
+        return max(address, account_scaled)
 
 
 def signin_failure_limit(request: HttpRequest | None, credentials: dict[str, Any] | None) -> int:
@@ -105,17 +109,6 @@ def signin_throttled(request: HttpRequest, username: str) -> bool:
     """True when this account from this client address, or this address, failed too often
     within the last SIGNIN_THROTTLE_SECONDS."""
     return bool(AxesProxyHandler.is_locked(request, get_credentials(username)))
-
-
-def signin_lockout_response(
-    request: HttpRequest, original_response: HttpResponse | None, credentials: dict[str, Any] | None
-) -> HttpResponse:
-    """AXES_LOCKOUT_CALLABLE: the answer to the failure that reached a limit. The sign-in form
-    already says so (_ThrottleMessage), so the page stays as the form rendered it."""
-    if original_response is not None:
-        return original_response
-    minutes = max(1, round(settings.SIGNIN_THROTTLE_SECONDS / 60))
-    return HttpResponse(THROTTLED_MESSAGE.format(minutes=minutes), status=429, content_type="text/plain")
 
 
 class SigninBackend(AxesBackend):
