@@ -90,7 +90,8 @@ def forwarded_client(remote_addr: str, forwarded_for: str | None, trusted: tuple
 
 
 class HasMeta(Protocol):
-    META: Mapping[str, Any]
+    @property
+    def META(self) -> Mapping[str, Any]: ...  # noqa: N802  (Django's name)
 
 
 def client_address(request: HasMeta | None) -> str:

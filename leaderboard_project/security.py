@@ -137,7 +137,7 @@ class _ThrottleMessage:
         if username and self.request is not None and signin_throttled(self.request, username):
             raise self._throttled()
         try:
-            return super().clean()  # type: ignore[misc,no-any-return]
+            return super().clean()  # type: ignore[misc]
         except forms.ValidationError:
             if getattr(self.request, "axes_locked_out", False):
                 raise self._throttled() from None

@@ -7,6 +7,7 @@ what a developer's machine (and `make run` / `make test`) uses.
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -343,7 +344,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MAX_REQUEST_BODY_BYTES = int(os.environ.get("MAX_REQUEST_BODY_BYTES", str(16 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -16,7 +16,6 @@ from django.db.models import F
 from django.test import Client
 
 from leaderboard_project.proxies import trusted_proxies_parse
-from tests.boards.test_redis_down import throwaway_redis  # noqa: F401  (a fixture)
 
 PASSWORD = "the-right-password-1"
 THROTTLED = b"Too many failed sign-ins. Wait 15 minutes and try again."
