@@ -21,6 +21,7 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from leaderboard_project.proxies import client_address
 from rediskit import keys
 from rediskit.client import REDIS_DOWN, get_redis
 from rediskit.scripts import script
@@ -97,6 +98,11 @@ class PlayerReadThrottle(BaseThrottle):
         except REDIS_DOWN:
             return True
         return self.verdict(limits, exceeded, now)
+
+    def get_ident(self, request: Request) -> str:
+        """The client address (leaderboard_project/proxies.py: behind TRUSTED_PROXIES, the
+        client they forwarded), in place of DRF's NUM_PROXIES count."""
+        return client_address(request)
 
     def wait(self) -> float | None:
         return self.retry_after

@@ -1,20 +1,25 @@
 """Browser-facing protections: a Content-Security-Policy on every page, and sign-ins throttled
-against password guessing (the admin's and the player pages'). docs/operations.md, "Production
-settings", says how a deployment behind TLS turns on the rest (DEPLOY_HTTPS)."""
+against password guessing (the admin's and the player pages', with django-axes). docs/operations.md,
+"Production settings", says how a deployment behind TLS turns on the rest (DEPLOY_HTTPS), and
+"Sign-in throttling" how the throttle counts."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
+from axes.backends import AxesBackend
+from axes.handlers.database import AxesDatabaseHandler
+from axes.handlers.proxy import AxesProxyHandler
+from axes.helpers import get_credentials
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
+from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils.functional import SimpleLazyObject
 
@@ -61,83 +66,87 @@ def _draw_nonce() -> str:
 
 
 # --- sign-in throttling ------------------------------------------------------------------------
+# django-axes counts failed sign-ins in Postgres (AccessAttempt rows), per (account, client
+# address) and per client address (AXES_LOCKOUT_PARAMETERS), the address from
+# leaderboard_project/proxies.py. Nothing counts per account alone: failures from one address
+# never keep the right password from working from another (docs/operations.md, "Sign-in
+# throttling"). What is ours: the two limits, the request-less sign-ins, and the forms' message
+# (which is why AxesMiddleware, whose one job is a lock-out page of its own, is not installed).
 
 THROTTLED_MESSAGE = "Too many failed sign-ins. Wait {minutes} minutes and try again."
 
 
-def _client_address(request: HttpRequest | None) -> str:
-    """The client's address as the proxies in front saw it (NUM_PROXIES, as the API's throttles)."""
-    if request is None:
-        return "-"
-    proxies = settings.REST_FRAMEWORK.get("NUM_PROXIES", 0)
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    if proxies and forwarded:
-        hops = [h.strip() for h in forwarded.split(",") if h.strip()]
-        if hops:
-            return hops[-min(proxies, len(hops))]
-    return request.META.get("REMOTE_ADDR", "-")
+class SigninAttempts(AxesDatabaseHandler):
+    """axes' database handler with a limit per counter: SIGNIN_FAILURES_PER_USER for one account
+    from one address, SIGNIN_FAILURES_PER_ADDRESS (AXES_FAILURE_LIMIT) for one address in all.
+    axes compares a single count with a single limit, so the account's count is scaled to reach
+    AXES_FAILURE_LIMIT exactly when it reaches its own limit; the address's count is compared
+    as it is."""
+
+    def get_failures(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
+        # one queryset per AXES_LOCKOUT_PARAMETERS entry, in its order: the account at this
+        # address, then the address
+        account, address = (
+            qs.aggregate(n=Sum("failures_since_start"))["n"] or 0 for qs in self.get_user_attempts(request, credentials)
+        )
+        limit = settings.SIGNIN_FAILURES_PER_ADDRESS
+        per_account = max(1, settings.SIGNIN_FAILURES_PER_USER)
+        account_scaled = limit if account >= per_account else account * limit // per_account
+        return max(address, account_scaled)
 
 
-def _keys(request: HttpRequest | None, username: str) -> tuple[str, str]:
-    # in the shared cache (Redis) so every web process counts the same failures
-    return f"signin-fail:user:{username.strip().lower()}", f"signin-fail:addr:{_client_address(request)}"
+def signin_failure_limit(request: HttpRequest | None, credentials: dict[str, Any] | None) -> int:
+    """AXES_FAILURE_LIMIT: the address's limit, the one axes compares with (SigninAttempts)."""
+    return int(settings.SIGNIN_FAILURES_PER_ADDRESS)
 
 
-def signin_throttled(request: HttpRequest | None, username: str) -> bool:
-    """True when this account, or this address, failed too often lately. With Redis down the
-    count is unknown and sign-ins are allowed (moderators keep working; the password stays the
-    barrier)."""
-    user_key, addr_key = _keys(request, username)
-    counts = cache.get_many([user_key, addr_key])
-    return (counts.get(user_key) or 0) >= settings.SIGNIN_FAILURES_PER_USER or (
-        counts.get(addr_key) or 0
-    ) >= settings.SIGNIN_FAILURES_PER_ADDRESS
+def signin_cool_off(request: HttpRequest | None) -> timedelta:
+    """AXES_COOLOFF_TIME: how long failures count, from the last one."""
+    return timedelta(seconds=settings.SIGNIN_THROTTLE_SECONDS)
 
 
-def _signin_failed(request: HttpRequest | None, username: str) -> None:
-    for key in _keys(request, username):
-        # add() starts the window; incr() never extends it, so a lock-out ends on time
-        if not cache.add(key, 1, timeout=settings.SIGNIN_THROTTLE_SECONDS):
-            try:
-                cache.incr(key)
-            except ValueError:  # expired between the two calls
-                cache.add(key, 1, timeout=settings.SIGNIN_THROTTLE_SECONDS)
+def signin_throttled(request: HttpRequest, username: str) -> bool:
+    """True when this account from this client address, or this address, failed too often
+    within the last SIGNIN_THROTTLE_SECONDS."""
+    return bool(AxesProxyHandler.is_locked(request, get_credentials(username)))
 
 
-class ThrottledModelBackend(ModelBackend):
-    """Django's username + password check, refusing every attempt (the right password too) for
-    an account or an address past its failure limit, so guessing costs the window per few tries."""
+class SigninBackend(AxesBackend):
+    """Django's username + password check behind axes' lock-out (axes' own backend only
+    refuses, it never signs anyone in). A sign-in without a request (`manage.py shell`, the
+    test client's login()) has no client address to count and is no stranger's: it is checked
+    as ModelBackend checks it, uncounted (axes would refuse it outright)."""
 
     def authenticate(
         self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
     ) -> Any:
-        if username is None:
-            username = kwargs.get(self._username_field(), "")
-        if username and signin_throttled(request, username):
-            raise PermissionDenied("sign-in throttled")  # stops every backend; Django logs it as a failure
-        user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None and username:
-            _signin_failed(request, username)
-        return user
-
-    @staticmethod
-    def _username_field() -> str:
-        from django.contrib.auth import get_user_model
-
-        return get_user_model().USERNAME_FIELD
+        if request is not None:
+            super().authenticate(request, username=username, password=password, **kwargs)  # raises when locked out
+        return ModelBackend.authenticate(self, request, username=username, password=password, **kwargs)
 
 
 class _ThrottleMessage:
-    """Shows the lock-out as such instead of "wrong password" (the form still refuses)."""
+    """Shows the lock-out as such instead of "wrong password" (the form still refuses): before
+    the password is tried when a limit was already reached (so a locked-out attempt is not
+    counted and the lock-out ends on time), and on the failure that reaches it."""
 
     request: HttpRequest | None
 
     def clean(self) -> dict[str, Any]:
         username = self.data.get("username", "")  # type: ignore[attr-defined]
-        if username and signin_throttled(self.request, username):
-            minutes = max(1, round(settings.SIGNIN_THROTTLE_SECONDS / 60))
-            raise forms.ValidationError(THROTTLED_MESSAGE.format(minutes=minutes), code="throttled")
-        return super().clean()  # type: ignore[misc]
+        if username and self.request is not None and signin_throttled(self.request, username):
+            raise self._throttled()
+        try:
+            return super().clean()  # type: ignore[misc]
+        except forms.ValidationError:
+            if getattr(self.request, "axes_locked_out", False):
+                raise self._throttled() from None
+            raise
+
+    @staticmethod
+    def _throttled() -> forms.ValidationError:
+        minutes = max(1, round(settings.SIGNIN_THROTTLE_SECONDS / 60))
+        return forms.ValidationError(THROTTLED_MESSAGE.format(minutes=minutes), code="throttled")
 
 
 class ThrottledAdminAuthenticationForm(_ThrottleMessage, AdminAuthenticationForm):

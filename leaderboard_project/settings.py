@@ -7,9 +7,13 @@ what a developer's machine (and `make run` / `make test`) uses.
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+from django.core.exceptions import ImproperlyConfigured
+
 from leaderboard_project.database import database_from_url, pool_reconnect_steadily
+from leaderboard_project.proxies import trusted_proxies_parse
 from rediskit.breaker import guarded_connection_class
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -49,8 +53,6 @@ def secrets_problem(secret_key: str, pepper: str) -> str | None:
 
 if (_problem := secrets_problem(SECRET_KEY, SERVER_KEY_PEPPER)) is not None:
     if not DEBUG:
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured(
             f"refusing to start with DEBUG off: {_problem}. Set SECRET_KEY and SERVER_KEY_PEPPER to two "
             "distinct random values (make run and make manage write them to .local/secrets.env), or DEBUG=1 "
@@ -80,6 +82,7 @@ INSTALLED_APPS = [
     "monitoring",
     "pages",  # the player web pages (HTML)
     "demo",  # the demo game make run loads and plays
+    "axes",  # failed sign-ins, counted per (account, client address) and per address
 ]
 
 MIDDLEWARE = [
@@ -258,12 +261,40 @@ LIVE_TICK_SECONDS = float(os.environ.get("LIVE_TICK_SECONDS", "0.5"))
 # short, because a page's age adds to the projector's delay against docs/api.md §4's 1 s.
 TOP_CACHE_SECONDS = float(os.environ.get("TOP_CACHE_SECONDS", "0.25"))
 
-# Password guessing: after this many failed sign-ins for one account, or from one address, every
-# attempt (the right password too) is refused until the window ends (leaderboard_project/security.py).
-AUTHENTICATION_BACKENDS = ["leaderboard_project.security.ThrottledModelBackend"]
+# Password guessing (docs/operations.md, "Sign-in throttling"): django-axes counts failed
+# sign-ins in Postgres; after SIGNIN_FAILURES_PER_USER failures for one account from one client
+# address, or SIGNIN_FAILURES_PER_ADDRESS from one address, that address's attempts (the right
+# password too) are refused until SIGNIN_THROTTLE_SECONDS after the last failure.
+# AUTHENTICATION_BACKENDS[0] also signs in login links (pages/signin.py): a full ModelBackend.
+AUTHENTICATION_BACKENDS = ["leaderboard_project.security.SigninBackend"]
 SIGNIN_FAILURES_PER_USER = int(os.environ.get("SIGNIN_FAILURES_PER_USER", "5"))
 SIGNIN_FAILURES_PER_ADDRESS = int(os.environ.get("SIGNIN_FAILURES_PER_ADDRESS", "20"))
 SIGNIN_THROTTLE_SECONDS = int(os.environ.get("SIGNIN_THROTTLE_SECONDS", "900"))
+AXES_HANDLER = "leaderboard_project.security.SigninAttempts"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = "leaderboard_project.security.signin_failure_limit"
+AXES_COOLOFF_TIME = "leaderboard_project.security.signin_cool_off"
+AXES_CLIENT_IP_CALLABLE = "leaderboard_project.proxies.client_address"
+# No AxesMiddleware: it only swaps the answer of a locked-out sign-in for its own page, and our
+# sign-in forms say it themselves (leaderboard_project/security.py); it cost ~1.7 us on every
+# request (docs/operations.md, "Sign-in throttling").
+SILENCED_SYSTEM_CHECKS = ["axes.W002"]
+# Never: a success would clear the address's count of every account's failures, and a guesser
+# with an account of their own would sign into it between guesses.
+AXES_RESET_ON_SUCCESS = False
+# The log names the client address of a failure, never the username typed (it may be a password)
+AXES_SENSITIVE_PARAMETERS = ["username"]
+AXES_DISABLE_ACCESS_LOG = True  # the throttle only; successful sign-ins are not logged here
+AXES_ENABLE_ADMIN = False  # operators reset with `manage.py axes_reset_ip` & co (docs/operations.md)
+
+# The proxies in front of the service (docs/operations.md, "Behind a load balancer"): addresses
+# or CIDRs, comma-separated; make run's own nginx (loopback) is always trusted. The client
+# address every per-address limit counts is the rightmost X-Forwarded-For address that is not
+# one of them (leaderboard_project/proxies.py).
+try:
+    TRUSTED_PROXIES = trusted_proxies_parse(os.environ.get("TRUSTED_PROXIES", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 
 # A deployment behind a TLS-terminating proxy (docs/operations.md, "Production settings"):
 # DEPLOY_HTTPS=1 makes `manage.py check --deploy` clean. The proxy must set X-Forwarded-Proto
@@ -313,7 +344,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MAX_REQUEST_BODY_BYTES = int(os.environ.get("MAX_REQUEST_BODY_BYTES", str(16 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -321,9 +352,6 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "leaderboard_project.schema.AutoSchema",
     "EXCEPTION_HANDLER": "leaderboard_project.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    # Proxies in front of the workers that set X-Forwarded-For: rate limits per address count the
-    # address they saw. scripts/web.py sets 1 behind its nginx; 0 (a direct client) otherwise.
-    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES", "0")),
     "DEFAULT_THROTTLE_RATES": {
         # player reads (rank, friends) per player token or signed-in user, and per client address
         "player_reads": os.environ.get("THROTTLE_PLAYER_READS", "120/min"),
@@ -446,5 +474,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # django-axes: a line per failed sign-in and per lock-out, not its per-attempt chatter
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -18,8 +18,10 @@ process writes its /metrics values into a fresh directory there (PROMETHEUS_MULT
 mode), so a scrape answered by any worker sums them all. Django's ASGI handler costs ~4.5x a WSGI
 worker per plain request on this kind of machine (docs/BENCHMARKS.md, "What each change
 bought"); websockets need ASGI, the HTTP API does not. nginx buffers slow clients, so sync
-workers are never held by one, and it sets X-Forwarded-For to the client's address: the
-workers run with NUM_PROXIES=1 and rate limits see the real client.
+workers are never held by one. It takes the client's address from X-Forwarded-For only when its
+peer is a trusted proxy (TRUSTED_PROXIES, and loopback: the realip module) and hands the workers
+that address alone in X-Forwarded-For, which Django's rule (leaderboard_project/proxies.py) reads
+back unchanged: every per-address limit, nginx's or Django's, counts the real client.
 
 Topology "uvicorn": one uvicorn serving both through Django's ASGI handler, N workers. The
 fallback when nginx is missing and cannot be installed (as root with apt-get, `nginx-light`
@@ -166,6 +168,29 @@ def edge_cache_config(cache_dir: Path) -> tuple[str, str]:
     return http, location
 
 
+def trusted_proxies() -> list[str]:
+    """TRUSTED_PROXIES as networks nginx takes, loopback first, parsed as Django parses it
+    (leaderboard_project/proxies.py); a wrong entry stops the start with its name."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from leaderboard_project.proxies import trusted_proxies_parse
+
+    try:
+        return [str(net) for net in trusted_proxies_parse(os.environ.get("TRUSTED_PROXIES", ""))]
+    except ValueError as exc:
+        raise SystemExit(f"web: {exc}") from None
+
+
+def real_ip_config(trusted: list[str]) -> str:
+    """The realip module's part: $remote_addr becomes the rightmost X-Forwarded-For address
+    that is not a trusted proxy, walking from the peer while it is one (real_ip_recursive), the
+    rule of leaderboard_project/proxies.py. A peer that is not trusted is the client, whatever
+    it forwards. Anything keyed on $remote_addr or $binary_remote_addr (a limit_req zone, a
+    log line) counts real clients."""
+    sources = "".join(f"\n    set_real_ip_from {net};" for net in trusted)
+    return f"{sources}\n    real_ip_header X-Forwarded-For;\n    real_ip_recursive on;"
+
+
 def wsgi_sockets(run_dir: Path, http: str, workers: int) -> list[Path]:
     """The unix sockets nginx proxies HTTP to: gunicorn's one (its workers share it), or one per
     granian process."""
@@ -182,6 +207,7 @@ def nginx_config(
     wsgi: list[Path] | None = None,
     keepalive: bool = False,
     edge_cache: Path | None = None,
+    trusted: list[str] | None = None,
 ) -> str:
     """nginx in the foreground, logs to stderr, temporary files in run_dir.
 
@@ -196,7 +222,10 @@ def nginx_config(
     them, instead of a new one per request.
 
     *edge_cache*: a directory for nginx's cache of the public, signed-out top and histogram
-    reads (docs/reads.md, "The edge cache"); None passes every request through."""
+    reads (docs/reads.md, "The edge cache"); None passes every request through.
+
+    *trusted*: the proxies whose X-Forwarded-For is believed (default: TRUSTED_PROXIES and
+    loopback, trusted_proxies())."""
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers must reach the sockets
     limit = max_body_bytes() if max_body is None else max_body
     sockets = wsgi or [run_dir / "wsgi.sock"]
@@ -209,6 +238,7 @@ def nginx_config(
     # At the server level: a location with proxy_set_header of its own would not inherit Host & co
     server_keepalive = '\n        proxy_http_version 1.1;\n        proxy_set_header Connection "";' if keepalive else ""
     cache_http, cache_location = edge_cache_config(edge_cache) if edge_cache is not None else ("", "")
+    real_ip = real_ip_config(trusted_proxies() if trusted is None else trusted)
     return f"""# written by scripts/web.py
 daemon off;
 {user}worker_processes 1;
@@ -230,7 +260,7 @@ http {{
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     # behind a TLS-terminating proxy the request came over https: say so (Django believes it
     # only with DEPLOY_HTTPS=1, which sets SECURE_PROXY_SSL_HEADER; docs/operations.md)
-    map $http_x_forwarded_proto $forwarded_proto {{ default $scheme; https https; }}{cache_http}
+    map $http_x_forwarded_proto $forwarded_proto {{ default $scheme; https https; }}{cache_http}{real_ip}
     server {{
         listen {host}:{port} reuseport;
         error_page 413 = @too_large;
@@ -239,7 +269,9 @@ http {{
             return 413 '{TOO_LARGE_BODY % limit}';
         }}
         proxy_set_header Host $http_host;
-        proxy_set_header X-Forwarded-For $remote_addr;  # replaces whatever the client sent
+        # the client as realip found it, alone: Django's rule reads it back (its peer, this
+        # nginx, is trusted), and nothing the client wrote further left reaches it
+        proxy_set_header X-Forwarded-For $remote_addr;
         proxy_set_header X-Forwarded-Proto $forwarded_proto;{server_keepalive}
         location /ws/ {{
             proxy_pass http://django_asgi;
@@ -383,12 +415,13 @@ def choose_http(requested: str | None) -> str:
 
 
 def serve(port: int, workers: int, topology: str | None = None, http: str | None = None) -> int:
+    trusted_proxies()  # a wrong TRUSTED_PROXIES stops here, naming the entry, on any topology
     chosen, nginx = choose_topology(topology)
     http_server = choose_http(http)
     run_dir = Path(tempfile.mkdtemp(prefix=f"leaderboard-web-{port}-"))
     metrics_dir = run_dir / "metrics"
     metrics_dir.mkdir()
-    env = {**os.environ, "NUM_PROXIES": "1" if chosen == "nginx" else "0", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)

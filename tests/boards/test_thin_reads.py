@@ -18,11 +18,13 @@ from boards.api import thin
 from boards.api.common import _stdlib_json_bytes, json_bytes
 from boards.api.top import cache_period, thin_top
 from boards.profiles import local_caches_clear
+from leaderboard_project.proxies import trusted_proxies_parse
 from rediskit.client import get_redis
 from scores.models import Board, Player
 from scores.selectors import config_cache_clear
 from scores.services import player_token_issue
 from tests.boards.conftest import URL, player_client, submit
+from tests.boards.test_reads_operational import throttle_rates
 from tests.conftest import SignedClient
 
 pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
@@ -224,21 +226,23 @@ def test_a_throttled_own_read_is_the_same_429(social, settings, read) -> None:
 
 
 @pytest.mark.parametrize("read", ["/boards/rating/players/p1", "/boards/rating/players/p1/friends"])
-def test_the_address_limit_counts_the_forwarded_client_on_both_paths(social, settings, read) -> None:
-    """Behind one proxy (NUM_PROXIES=1) the address limit counts X-Forwarded-For's client, as
-    DRF's get_ident reads it: two clients behind the same proxy do not share a counter."""
-    settings.REST_FRAMEWORK = {
-        **settings.REST_FRAMEWORK,
-        "NUM_PROXIES": 1,
-        "DEFAULT_THROTTLE_RATES": {"player_reads": "1000/min", "address_reads": "2/min"},
-    }
+def test_the_address_limit_counts_the_forwarded_client_on_both_paths(social, settings, monkeypatch, read) -> None:
+    """Behind a trusted proxy the address limit counts the client it forwarded
+    (leaderboard_project/proxies.py): two clients behind the same balancer do not share a
+    counter, and what a client writes left of the balancer's entry changes nothing."""
+    throttle_rates(monkeypatch, player_reads="1000/min", address_reads="2/min")
+    settings.TRUSTED_PROXIES = trusted_proxies_parse("10.20.0.0/16")
     client = player_client("p1")
     for thin_reads in (True, False):
         with override_settings(BOARDS_THIN_READS=thin_reads):
             for key in get_redis().scan_iter("lb:throttle:*"):
                 get_redis().delete(key)
-            first = [client.get(URL + read, HTTP_X_FORWARDED_FOR="198.51.100.7").status_code for _ in range(3)]
-            other = client.get(URL + read, HTTP_X_FORWARDED_FOR="198.51.100.8").status_code
+
+            def read_as(forwarded: str) -> int:
+                return client.get(URL + read, REMOTE_ADDR="10.20.0.4", HTTP_X_FORWARDED_FOR=forwarded).status_code
+
+            first = [read_as(f"192.0.2.{n}, 198.51.100.7") for n in range(3)]
+            other = read_as("198.51.100.7, 198.51.100.8")
         assert (first, other) == ([200, 200, 429], 200), thin_reads
 
 
