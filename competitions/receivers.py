@@ -121,11 +121,11 @@ def _resolve_briefly(host: str, port: int) -> list[str]:
     return list(found) if not worker.is_alive() else []
 
 
-async def vetted_address(target: httpx.URL) -> str:
-    """The address a delivery attempt connects to: `target`'s host resolved now, every address
-    checked (raises Refused when any is not public, unless WEBHOOK_ALLOW_PRIVATE), the first
-    returned. The attempt connects to this address itself, so a second lookup (DNS rebinding)
-    cannot swap it. Raises OSError when the name does not resolve."""
+async def vetted_addresses(target: httpx.URL) -> list[str]:
+    """The addresses a delivery attempt may connect to: `target`'s host resolved now, every
+    address checked (raises Refused when any is not public, unless WEBHOOK_ALLOW_PRIVATE). The
+    attempt connects to one of these itself, so a second lookup (DNS rebinding) cannot swap it.
+    Raises OSError when the name does not resolve."""
     host = target.raw_host.decode("ascii")
     if not allowed_private() and _named_loopback(host):
         raise Refused(f"{host} is a loopback name")
@@ -142,4 +142,4 @@ async def vetted_address(target: httpx.URL) -> str:
             reason = address_refusal(address)
             if reason:
                 raise Refused(reason if address == host else f"{host} resolves to {address}, not a public address")
-    return addresses[0]
+    return addresses

@@ -26,7 +26,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from competitions.models import WebhookDelivery, WebhookEvent, WebhookSecret
-from competitions.receivers import Refused, vetted_address
+from competitions.receivers import Refused, vetted_addresses
 from competitions.settlement import deepest_rewarded, reward_for
 from competitions.tournaments import tournament_of
 from scores.models import Game
@@ -296,16 +296,28 @@ class _Run:
 
 
 async def _post(client: httpx.AsyncClient, url: str, *, body: bytes, headers: dict[str, str]) -> _Outcome:
-    """POST to the vetted address of `url`'s host, keeping the name in Host and, for https, in
-    the TLS server name the certificate is checked against; at most ANSWER_MAX_BYTES read."""
+    """POST to a vetted address of `url`'s host (the next one when a connection is refused: the
+    request was not sent), keeping the name in Host and, for https, in the TLS server name the
+    certificate is checked against; at most ANSWER_MAX_BYTES of the answer read."""
     target = httpx.URL(url)
-    address = await vetted_address(target)
+    addresses = await vetted_addresses(target)
     headers = {**headers, "Host": target.netloc.decode("ascii"), "Accept-Encoding": "identity"}
     extensions = {"sni_hostname": target.raw_host.decode("ascii")} if target.scheme == "https" else {}
+    for i, address in enumerate(addresses):
+        pinned = target.copy_with(host=address)
+        try:
+            return await _exchange(client, pinned, body=body, headers=headers, extensions=extensions)
+        except httpx.ConnectError:
+            if i == len(addresses) - 1:
+                raise
+    raise AssertionError("unreachable: vetted_addresses returns at least one address")
+
+
+async def _exchange(
+    client: httpx.AsyncClient, pinned: httpx.URL, *, body: bytes, headers: dict[str, str], extensions: dict[str, str]
+) -> _Outcome:
     kept = bytearray()
-    async with client.stream(
-        "POST", target.copy_with(host=address), content=body, headers=headers, extensions=extensions
-    ) as response:
+    async with client.stream("POST", pinned, content=body, headers=headers, extensions=extensions) as response:
         async for chunk in response.aiter_raw():  # undecoded: what is counted is what was read
             kept += chunk
             if len(kept) >= ANSWER_MAX_BYTES:
