@@ -30,15 +30,17 @@ from tests.factories import BoardFactory, GameFactory
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
+Behave = Callable[["RawReceiver", socket.socket, bytes], None]
+
 WINDOW = "daily:2026-11-27"
 DEADLINE = 3.0  # WEBHOOK_TIMEOUT_SECONDS here: the attempts' deadline, in all
 
 
 class RawReceiver:
-    """An HTTP receiver on 127.0.0.1 whose `behave(conn, request)` answers each request as it
-    likes; `requests` holds what arrived, `arrived` is set at the first, `release` ends stalls."""
+    """An HTTP receiver on 127.0.0.1 whose `behave(receiver, conn, request)` answers each request
+    as it likes; `requests` holds what arrived, `arrived` is set at the first, `release` ends stalls."""
 
-    def __init__(self, behave: Callable[[socket.socket, bytes], None]) -> None:
+    def __init__(self, behave: Behave) -> None:
         self.requests: list[bytes] = []
         self.arrived = threading.Event()
         self.release = threading.Event()
@@ -68,7 +70,7 @@ class RawReceiver:
                 receiver.requests.append(head)
                 receiver.arrived.set()
                 try:
-                    behave(self.request, head)
+                    behave(receiver, self.request, head)
                 except OSError:
                     pass  # the client went away: what the streaming receivers wait for
                 finally:
@@ -87,10 +89,10 @@ class RawReceiver:
 
 
 @pytest.fixture
-def receivers() -> Iterator[Callable[[Callable[[socket.socket, bytes], None]], RawReceiver]]:
+def receivers() -> Iterator[Callable[[Behave], RawReceiver]]:
     made: list[RawReceiver] = []
 
-    def make(behave: Callable[[socket.socket, bytes], None]) -> RawReceiver:
+    def make(behave: Behave) -> RawReceiver:
         made.append(RawReceiver(behave))
         return made[-1]
 
@@ -99,8 +101,8 @@ def receivers() -> Iterator[Callable[[Callable[[socket.socket, bytes], None]], R
         r.close()
 
 
-def answer(status: int, extra: str = "") -> Callable[[socket.socket, bytes], None]:
-    def behave(conn: socket.socket, request: bytes) -> None:
+def answer(status: int, extra: str = "") -> Behave:
+    def behave(receiver: RawReceiver, conn: socket.socket, request: bytes) -> None:
         conn.sendall(f"HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: close\r\n{extra}\r\nok".encode())
 
     return behave
@@ -232,11 +234,8 @@ def test_a_redirect_is_not_followed_and_counts_as_a_failed_attempt(settings, rec
 # --- the deadline and the answer's size ----------------------------------------------------
 
 
-def _stall(receiver_of: list[RawReceiver]) -> Callable[[socket.socket, bytes], None]:
-    def behave(conn: socket.socket, request: bytes) -> None:
-        receiver_of[0].release.wait()  # accepts, reads the request, never answers
-
-    return behave
+def stall(receiver: RawReceiver, conn: socket.socket, request: bytes) -> None:
+    receiver.release.wait()  # accepts, reads the request, never answers
 
 
 def test_a_receiver_that_never_answers_holds_only_its_own_games_deliveries(settings, receivers) -> None:
@@ -245,9 +244,7 @@ def test_a_receiver_that_never_answers_holds_only_its_own_games_deliveries(setti
     a failed attempt, retried 30 s later."""
     settings.WEBHOOK_TIMEOUT_SECONDS = DEADLINE
     settings.WEBHOOK_ALLOW_PRIVATE = True  # the receivers are on loopback
-    holder: list[RawReceiver] = []
-    stuck = receivers(_stall(holder))
-    holder.append(stuck)
+    stuck = receivers(stall)
     quick = receivers(answer(200))
     _hooked_game("arena", [stuck.url])
     _hooked_game("brawl", [quick.url])
@@ -282,15 +279,12 @@ def test_a_receiver_that_never_answers_holds_only_its_own_games_deliveries(setti
     assert a.claim is None
 
 
-def _endless(
-    pause: float, chunk: bytes, head: bytes, receiver_of: list[RawReceiver]
-) -> Callable[[socket.socket, bytes], None]:
-    def behave(conn: socket.socket, request: bytes) -> None:
-        me = receiver_of[0]
+def endless(pause: float, chunk: bytes, head: bytes) -> Behave:
+    def behave(receiver: RawReceiver, conn: socket.socket, request: bytes) -> None:
         conn.sendall(head)
-        while not me.release.wait(pause):
+        while not receiver.release.wait(pause):
             conn.sendall(chunk)  # raises once the client has gone
-            me.written += len(chunk)
+            receiver.written += len(chunk)
 
     return behave
 
@@ -298,10 +292,8 @@ def _endless(
 def test_an_endless_answer_is_read_to_64_kib_then_dropped(settings, receivers) -> None:
     settings.WEBHOOK_TIMEOUT_SECONDS = DEADLINE
     settings.WEBHOOK_ALLOW_PRIVATE = True
-    holder: list[RawReceiver] = []
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
-    streaming = receivers(_endless(0.002, b"x" * 1024, head, holder))
-    holder.append(streaming)
+    streaming = receivers(endless(0.002, b"x" * 1024, head))
     _hooked_game("arena", [streaming.url])
     _freeze("arena")
     started = time.monotonic()
@@ -326,9 +318,7 @@ def test_an_endless_answer_is_read_to_64_kib_then_dropped(settings, receivers) -
 def test_a_trickling_receiver_is_cut_off_at_the_deadline(settings, receivers, head: bytes, chunk: bytes) -> None:
     settings.WEBHOOK_TIMEOUT_SECONDS = DEADLINE
     settings.WEBHOOK_ALLOW_PRIVATE = True
-    holder: list[RawReceiver] = []
-    trickling = receivers(_endless(0.1, chunk, head, holder))
-    holder.append(trickling)
+    trickling = receivers(endless(0.1, chunk, head))
     _hooked_game("arena", [trickling.url])
     _freeze("arena")
     started = time.monotonic()
