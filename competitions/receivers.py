@@ -113,7 +113,7 @@ def _resolve_briefly(host: str, port: int) -> list[str]:
 
     def resolve() -> None:
         with contextlib.suppress(OSError, UnicodeError):  # not resolving: accepted, as said above
-            found.extend(info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+            found.extend(str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
 
     worker = threading.Thread(target=resolve, daemon=True, name="webhook-apply-dns")
     worker.start()
@@ -134,7 +134,7 @@ async def vetted_addresses(target: httpx.URL) -> list[str]:
         _resolver,
         lambda: socket.getaddrinfo(host, target.port or _default_port(target), type=socket.SOCK_STREAM),
     )
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not addresses:
         raise OSError(f"{host} resolves to no address")
     if not allowed_private():
