@@ -22,7 +22,7 @@ from pathlib import Path
 from bench import monitor
 from bench.environment import VENV_BIN, BenchEnv, BenchError
 from scripts import services, web
-from scripts.run import venv_cmd
+from scripts.run import celery_workers, venv_cmd
 
 STOP_GRACE_SECONDS = 10.0
 
@@ -193,7 +193,8 @@ def background_commands(
             "python", f"manage.py projector --lanes {first}-{last}"
         )
     if celery:
-        commands["worker"] = venv_cmd("celery", "-A leaderboard_project worker --loglevel WARNING --concurrency 2")
+        for name, args in celery_workers("WARNING").items():  # as `make run` starts them
+            commands[name] = venv_cmd("celery", args)
         schedule = str(schedule_dir / "celerybeat-schedule")
         commands["beat"] = venv_cmd("celery", "-A leaderboard_project beat --loglevel WARNING --schedule", schedule)
     return commands

@@ -107,6 +107,9 @@ class WebhookDelivery(models.Model):
     last_response = models.TextField(blank=True, default="")  # status, or the error, and the body's start
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # the attempt in flight (competitions/webhooks.py, docs/competitions.md "Delivery"): written
+    # with its lease, and its outcome is written only while this still names it
+    claim = models.UUIDField(null=True, blank=True, editable=False)
 
     class Meta:
         indexes = [

@@ -8,6 +8,7 @@ import math
 import re
 from typing import Any
 
+from competitions.receivers import url_refusal
 from scores.config import origin_normalise
 
 EVENTS = ("window.frozen", "window.refrozen", "tournament.ended")
@@ -86,6 +87,9 @@ def webhooks_parse(value: Any) -> dict[str, Any]:
         url = hook.get("url")
         if not isinstance(url, str) or origin_normalise(_origin_of(url)) is None:
             raise ValueError(f"[{i}].url", "an http or https URL is required")
+        refusal = url_refusal(url)  # docs/competitions.md, "Receivers"
+        if refusal:
+            raise ValueError(f"[{i}].url", f"a receiver on a public address is required: {refusal}")
         events = hook.get("events", list(EVENTS))
         if not isinstance(events, list) or not events or any(e not in EVENTS for e in events):
             raise ValueError(f"[{i}].events", f"a non-empty list drawn from {', '.join(EVENTS)}")

@@ -4,6 +4,8 @@ backoff for 24 h."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import hmac
 import json
@@ -11,17 +13,20 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from competitions.models import WebhookDelivery, WebhookEvent, WebhookSecret
+from competitions.receivers import Refused, vetted_addresses
 from competitions.settlement import deepest_rewarded, reward_for
 from competitions.tournaments import tournament_of
 from scores.models import Game
@@ -34,6 +39,7 @@ RETRY_FOR = timedelta(hours=24)
 FIRST_RETRY_SECONDS = 30  # docs/api.md §13: the first retry within 60 s
 MAX_RETRY_SECONDS = 3600
 RESPONSE_KEPT = 500  # characters of a receiver's answer the admin shows
+KICK_EXPIRES_SECONDS = 5.0
 
 
 def webhook_secret_create(*, game: Game) -> str:
@@ -124,7 +130,8 @@ def _event_type(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowFre
 def _kick() -> None:
     from competitions.tasks import deliver_webhooks
 
-    deliver_webhooks.delay()
+    # beat runs it every 5 s anyway: a kick still queued by then is dropped, never piled up
+    deliver_webhooks.apply_async(expires=KICK_EXPIRES_SECONDS)
 
 
 def _rewards(board: BoardConfig, freeze: WindowFreeze) -> list[dict[str, Any]]:
@@ -168,85 +175,249 @@ def _changes(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowFreeze
 
 
 # --- delivery -------------------------------------------------------------------------------
+#
+# docs/competitions.md, "Delivery": a due delivery is claimed by a conditional UPDATE that leases
+# it (its next_attempt_at moved past the attempt's deadline, a claim token written) and commits;
+# the POST runs outside any transaction; its outcome is written only where the claim still
+# holds. A run sends to the games with due deliveries concurrently (asyncio), one delivery at a
+# time per game, so a receiver that never answers holds only its own game's deliveries.
+
+ANSWER_MAX_BYTES = 64 * 1024  # docs/api.md §13: at most this much of a receiver's answer is read
+LEASE_MARGIN_SECONDS = 5.0  # a lease outlasts the attempt's deadline by this: time to write the outcome
+RUN_SECONDS = 30.0  # a run starts no attempt after this long; the next run (beat, every 5 s) goes on
+POLL_SECONDS = 0.5  # while attempts are in flight, how often a run looks for other games' due work
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    id: int
+    token: uuid.UUID
+    url: str
+    attempts: int
+    give_up_at: datetime
+    event_id: uuid.UUID
+    event_type: str
+    body: str
+    game_id: int
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    status: int | None
+    answer: str
 
 
 def webhooks_deliver(*, now: datetime | None = None, limit: int = 50) -> int:
-    """Try the due deliveries, each the oldest pending one of its (url, board, window); returns
-    how many were delivered. A delivery is taken with FOR UPDATE SKIP LOCKED and its outcome
-    written in the same transaction: a worker killed mid-request leaves it pending (at least
-    once; the receiver de-duplicates by X-Event-Id)."""
-    delivered = 0
-    while True:
-        with transaction.atomic():
-            row = _next_due(now or timezone.now())
-            if row is None:
-                return delivered
-            delivered += _attempt(row, now or timezone.now())
-        if delivered >= limit:
-            return delivered
+    """Try the due deliveries, each the oldest pending one of its (url, board, window), the games
+    concurrently; returns how many were delivered. Stops starting attempts after `limit`
+    deliveries or RUN_SECONDS. `now` (tests) fixes the clock the rows are compared with.
+
+    At least once: a worker killed mid-attempt leaves the delivery pending, leased; it is due
+    again when the lease ends (the receiver de-duplicates by X-Event-Id)."""
+    return asyncio.run(_Run(now=now, limit=limit).main())
 
 
-def _next_due(now: datetime) -> WebhookDelivery | None:
-    with connection.cursor() as cur:
-        cur.execute(
-            """
-            SELECT d.id FROM competitions_webhookdelivery d
-            WHERE d.state = 'pending' AND d.next_attempt_at <= %s
-              AND NOT EXISTS (
-                SELECT 1 FROM competitions_webhookdelivery e
-                WHERE e.url = d.url AND e.board_id = d.board_id AND e."window" = d."window"
-                  AND e.state = 'pending' AND e.id < d.id
-              )
-            ORDER BY d.next_attempt_at, d.id
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED
-            """,
-            [now],
-        )
-        found = cur.fetchone()
-    return WebhookDelivery.objects.select_related("event").get(pk=found[0]) if found else None
+class _Run:
+    def __init__(self, *, now: datetime | None, limit: int) -> None:
+        self.fixed_now, self.limit = now, limit
+        self.deadline = float(settings.WEBHOOK_TIMEOUT_SECONDS)
+        self.delivered = 0
+        self.started = time.monotonic()
+        # Django's connections are per thread and synchronous: the run's SQL goes through one
+        # thread of its own (short statements, never held across an attempt)
+        self.db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhook-db")
 
+    def now(self) -> datetime:
+        return self.fixed_now or timezone.now()
 
-def _attempt(delivery: WebhookDelivery, now: datetime) -> int:
-    event = delivery.event
-    secret_row = WebhookSecret.objects.filter(game_id=event.game_id).first()
-    body = event.body.encode()
-    status, answer = None, ""
-    if secret_row is None:
-        answer = "no webhook secret: run manage.py create_webhook_secret GAME"
-    else:
+    def open(self) -> bool:
+        return self.delivered < self.limit and time.monotonic() - self.started < RUN_SECONDS
+
+    async def sql(self, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.db, functools.partial(fn, **kwargs))
+
+    async def main(self) -> int:
+        try:
+            async with httpx.AsyncClient(
+                trust_env=False,  # no proxy from the environment: the vetted address is what is reached
+                follow_redirects=False,  # docs/api.md §13: a 3xx is a failed attempt
+                timeout=self.deadline,
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+            ) as client:
+                self.client = client
+                games: dict[int, asyncio.Task[None]] = {}
+                while True:
+                    if self.open():
+                        for game_id in await self.sql(_due_games, now=self.now(), busy=list(games)):
+                            games[game_id] = asyncio.create_task(self.game(game_id))
+                    if not games:
+                        return self.delivered
+                    await asyncio.wait(games.values(), timeout=POLL_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+                    for game_id, task in list(games.items()):
+                        if task.done():
+                            del games[game_id]
+                            if task.exception() is not None:
+                                log.error("webhook deliveries of game %s stopped", game_id, exc_info=task.exception())
+        finally:
+            await self.sql(connections.close_all)
+            self.db.shutdown(wait=True)
+
+    async def game(self, game_id: int) -> None:
+        while self.open():
+            claimed = await self.sql(
+                _claim, game_id=game_id, now=self.now(), lease=timedelta(seconds=self.deadline + LEASE_MARGIN_SECONDS)
+            )
+            if claimed is None:
+                return
+            outcome = await self.attempt(claimed)
+            if await self.sql(_record, claimed=claimed, outcome=outcome, now=self.now()):
+                self.delivered += 1
+
+    async def attempt(self, claimed: _Claimed) -> _Outcome:
+        salt = await self.sql(_salt_of, game_id=claimed.game_id)
+        if salt is None:
+            return _Outcome(None, "no webhook secret: run manage.py create_webhook_secret GAME")
+        body = claimed.body.encode()
         headers = {
             "Content-Type": "application/json",
-            "X-Event-Id": str(event.id),
-            "X-Event-Type": event.type,
-            "X-Signature": signature(_secret(event.game_id, secret_row.salt), t=int(time.time()), body=body),
+            "X-Event-Id": str(claimed.event_id),
+            "X-Event-Type": claimed.event_type,
+            "X-Signature": signature(_secret(claimed.game_id, salt), t=int(time.time()), body=body),
         }
         try:
-            response = httpx.post(delivery.url, content=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
-            status, answer = response.status_code, f"{response.status_code} {response.text[:RESPONSE_KEPT]}"
-        except httpx.HTTPError as exc:
-            answer = f"{type(exc).__name__}: {exc}"[:RESPONSE_KEPT]
-    delivery.attempts += 1
-    delivery.last_attempt_at = now
-    delivery.last_status = status
-    delivery.last_response = answer
-    if status is not None and 200 <= status < 300:
-        delivery.state = WebhookDelivery.State.DELIVERED
-        delivery.delivered_at = now
+            async with asyncio.timeout(self.deadline):  # DNS, connect, send and read, all in
+                return await _post(self.client, claimed.url, body=body, headers=headers)
+        except TimeoutError:
+            return _Outcome(None, f"timed out: no complete answer within {self.deadline:g} s")
+        except Refused as exc:
+            return _Outcome(None, f"refused, nothing sent: {exc} (docs/competitions.md, Receivers)")
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+            return _Outcome(None, f"{type(exc).__name__}: {exc}")
+
+
+async def _post(client: httpx.AsyncClient, url: str, *, body: bytes, headers: dict[str, str]) -> _Outcome:
+    """POST to a vetted address of `url`'s host (the next one when a connection is refused: the
+    request was not sent), keeping the name in Host and, for https, in the TLS server name the
+    certificate is checked against; at most ANSWER_MAX_BYTES of the answer read."""
+    target = httpx.URL(url)
+    addresses = await vetted_addresses(target)
+    headers = {**headers, "Host": target.netloc.decode("ascii"), "Accept-Encoding": "identity"}
+    extensions = {"sni_hostname": target.raw_host.decode("ascii")} if target.scheme == "https" else {}
+    for i, address in enumerate(addresses):
+        pinned = target.copy_with(host=address)
+        try:
+            return await _exchange(client, pinned, body=body, headers=headers, extensions=extensions)
+        except httpx.ConnectError:
+            if i == len(addresses) - 1:
+                raise
+    raise AssertionError("unreachable: vetted_addresses returns at least one address")
+
+
+async def _exchange(
+    client: httpx.AsyncClient, pinned: httpx.URL, *, body: bytes, headers: dict[str, str], extensions: dict[str, str]
+) -> _Outcome:
+    kept = bytearray()
+    async with client.stream("POST", pinned, content=body, headers=headers, extensions=extensions) as response:
+        async for chunk in response.aiter_raw():  # undecoded: what is counted is what was read
+            kept += chunk
+            if len(kept) >= ANSWER_MAX_BYTES:
+                break  # the rest is never read: leaving the block closes the connection
+    text = bytes(kept[:RESPONSE_KEPT]).decode("utf-8", "replace")
+    cut = " [answer cut at 64 KiB]" if len(kept) >= ANSWER_MAX_BYTES else ""
+    return _Outcome(response.status_code, f"{response.status_code} {text}{cut}")
+
+
+_ORDER = """
+    NOT EXISTS (
+        SELECT 1 FROM competitions_webhookdelivery e
+        WHERE e.url = d.url AND e.board_id = d.board_id AND e."window" = d."window"
+          AND e.state = 'pending' AND e.id < d.id
+    )"""
+
+
+def _due_games(*, now: datetime, busy: list[int]) -> list[int]:
+    """The games with a delivery due now (not counting those the run is already sending to)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""
+            SELECT DISTINCT ev.game_id FROM competitions_webhookdelivery d
+            JOIN competitions_webhookevent ev ON ev.id = d.event_id
+            WHERE d.state = 'pending' AND d.next_attempt_at <= %s AND NOT (ev.game_id = ANY(%s)) AND {_ORDER}
+            """,
+            [now, busy],
+        )
+        return [row[0] for row in cur.fetchall()]
+
+
+def _claim(*, game_id: int, now: datetime, lease: timedelta) -> _Claimed | None:
+    """The game's next due delivery, leased in one conditional UPDATE that commits on its own:
+    while leased it is not due (and, pending, still holds back the later deliveries of its
+    board window)."""
+    token = uuid.uuid4()
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""
+            WITH next AS (
+                SELECT d.id FROM competitions_webhookdelivery d
+                JOIN competitions_webhookevent ev ON ev.id = d.event_id
+                WHERE ev.game_id = %(game)s AND d.state = 'pending' AND d.next_attempt_at <= %(now)s AND {_ORDER}
+                ORDER BY d.next_attempt_at, d.id
+                LIMIT 1
+                FOR UPDATE OF d SKIP LOCKED
+            )
+            UPDATE competitions_webhookdelivery d
+            SET next_attempt_at = %(until)s, claim = %(token)s
+            FROM next, competitions_webhookevent ev
+            WHERE d.id = next.id AND ev.id = d.event_id
+            RETURNING d.id, d.url, d.attempts, d.give_up_at, ev.id, ev.type, ev.body, ev.game_id
+            """,
+            {"game": game_id, "now": now, "until": now + lease, "token": token},
+        )
+        row = cur.fetchone()
+    if row is None:
+        return None
+    return _Claimed(row[0], token, *row[1:])
+
+
+def _salt_of(*, game_id: int) -> str | None:
+    return WebhookSecret.objects.filter(game_id=game_id).values_list("salt", flat=True).first()
+
+
+def _record(*, claimed: _Claimed, outcome: _Outcome, now: datetime) -> bool:
+    """Write an attempt's outcome where the claim still holds (a redelivery from the admin, or a
+    lease that ran out and was claimed again, takes the row from it); True when delivered."""
+    attempts = claimed.attempts + 1
+    fields: dict[str, Any] = {
+        "attempts": attempts,
+        "last_attempt_at": now,
+        "last_status": outcome.status,
+        "last_response": outcome.answer,
+        "claim": None,
+    }
+    delivered = outcome.status is not None and 200 <= outcome.status < 300
+    if delivered:
+        fields |= {"state": WebhookDelivery.State.DELIVERED, "delivered_at": now, "next_attempt_at": now}
     else:
-        delay = min(FIRST_RETRY_SECONDS * 2 ** (delivery.attempts - 1), MAX_RETRY_SECONDS)
-        delivery.next_attempt_at = now + timedelta(seconds=delay)
-        if delivery.next_attempt_at > delivery.give_up_at:
-            delivery.state = WebhookDelivery.State.FAILED
-        log.warning("webhook %s to %s failed (attempt %d): %s", event.id, delivery.url, delivery.attempts, answer)
-    delivery.save()
-    return 1 if delivery.state == WebhookDelivery.State.DELIVERED else 0
+        delay = min(FIRST_RETRY_SECONDS * 2 ** (attempts - 1), MAX_RETRY_SECONDS)
+        fields["next_attempt_at"] = now + timedelta(seconds=delay)
+        if fields["next_attempt_at"] > claimed.give_up_at:
+            fields["state"] = WebhookDelivery.State.FAILED
+        log.warning("webhook %s to %s failed (attempt %d): %s", claimed.event_id, claimed.url, attempts, outcome.answer)
+    written = WebhookDelivery.objects.filter(
+        pk=claimed.id, claim=claimed.token, state=WebhookDelivery.State.PENDING
+    ).update(**fields)
+    if not written:
+        log.warning(
+            "webhook %s to %s: the attempt's claim was taken over; outcome not written", claimed.event_id, claimed.url
+        )
+    return bool(written) and delivered
 
 
 def deliveries_redeliver(*, ids: Sequence[int]) -> int:
     """Send these deliveries again (delivered ones too: the receiver de-duplicates), from now,
     with another 24 h of retries."""
     now = timezone.now()
+    # claim=None: an attempt still in flight does not write its outcome over the redelivery
     return WebhookDelivery.objects.filter(id__in=list(ids)).update(
-        state=WebhookDelivery.State.PENDING, next_attempt_at=now, give_up_at=now + RETRY_FOR
+        state=WebhookDelivery.State.PENDING, next_attempt_at=now, give_up_at=now + RETRY_FOR, claim=None
     )

@@ -430,15 +430,28 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
 # tasks running when the broker goes are cancelled (they are periodic and idempotent: the next
 # run redoes them), as Celery 6 will by default, rather than acknowledged on a dead connection
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# No task runs unbounded (docs/operations.md, "Celery queues and time limits"): past the soft
+# limit a task is interrupted, past the hard one its process is replaced. The tasks are periodic
+# and idempotent; the next run redoes what one cut short.
+CELERY_TASK_SOFT_TIME_LIMIT = int(os.environ.get("CELERY_TASK_SOFT_TIME_LIMIT", "300"))
+CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "330"))
+# Settlement webhooks go to a queue of their own with a worker of their own (`make run`'s
+# `webhooks` process): a receiver that never answers holds none of the default queue's work.
+CELERY_TASK_ROUTES = {"competitions.tasks.deliver_webhooks": {"queue": "webhooks"}}
 # Outbox rows older than this are presumed missed by the post-commit fast path.
 BOARD_SYNC_GRACE_SECONDS = float(os.environ.get("BOARD_SYNC_GRACE_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {
-    "boards-sync-pending": {"task": "boards.tasks.sync_pending", "schedule": 2.0},
+    # every beat task expires by its next run: a run still queued then is dropped, never piled up
+    "boards-sync-pending": {"task": "boards.tasks.sync_pending", "schedule": 2.0, "options": {"expires": 2.0}},
     # live updates held back by the one-per-second limit: a safety net for their scheduled flush
     "boards-live-flush": {"task": "boards.tasks.live_flush", "schedule": 1.0, "options": {"expires": 1.0}},
-    "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0},
+    "seasons-close-windows": {"task": "seasons.tasks.close_windows", "schedule": 60.0, "options": {"expires": 55}},
     # tournaments past their end and grace: their final standings and `tournament.ended` (docs/competitions.md)
-    "competitions-close-tournaments": {"task": "competitions.tasks.close_tournaments", "schedule": 60.0},
+    "competitions-close-tournaments": {
+        "task": "competitions.tasks.close_tournaments",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     # settlement webhooks due (docs/competitions.md); a freeze also queues a run after its commit
     "competitions-deliver-webhooks": {
         "task": "competitions.tasks.deliver_webhooks",
@@ -461,10 +474,13 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 290},
     },
 }
-# Settlement webhooks (docs/competitions.md): the base of the standings_url their events carry,
-# and how long a receiver may take to answer before the attempt counts as failed.
+# Settlement webhooks (docs/competitions.md): the base of the standings_url their events carry;
+# how long one attempt may take in all (DNS, connect, send, answer), at most 10 s (docs/api.md
+# §13); WEBHOOK_ALLOW_PRIVATE=1 lets receivers be on loopback or private addresses (local
+# development and tests only: docs/competitions.md, "Receivers").
 PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
-WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "10"))
+WEBHOOK_TIMEOUT_SECONDS = min(float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "10")), 10.0)
+WEBHOOK_ALLOW_PRIVATE = os.environ.get("WEBHOOK_ALLOW_PRIVATE", "0") == "1"
 # Enqueue the heavier anti-cheat checks (Celery) on every accepted match (docs/moderation.md).
 ANTICHEAT_ASYNC_CHECKS = os.environ.get("ANTICHEAT_ASYNC_CHECKS", "1") != "0"
 

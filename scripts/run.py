@@ -354,9 +354,21 @@ def _step(out: Output, env: dict[str, str], what: str, cmd: list[str]) -> None:
         raise services.ServiceError(f"`{' '.join(cmd[1:])}` failed ({_describe(code)})")
 
 
+def celery_workers(level: str) -> dict[str, str]:
+    """The Celery workers' arguments by process name (docs/operations.md, "Celery queues and time
+    limits"): `worker` serves the default queue (window closes, board upkeep, live flushes,
+    anti-cheat checks), `webhooks` the settlement webhooks' own queue alone, so a receiver that
+    never answers holds none of the rest. One process there: a run sends to every game at once."""
+    return {
+        "worker": f"-A leaderboard_project worker -Q celery --loglevel {level} --concurrency 2",
+        "webhooks": f"-A leaderboard_project worker -Q webhooks -n webhooks@%h --loglevel {level} --concurrency 1",
+    }
+
+
 def run(port: int, demo: bool, parent: ParentWatch) -> int:
     append = append_service_on()
-    names = ["run", "web", *(["append"] if append else []), "projector", "worker", "beat", *(["demo"] if demo else [])]
+    names = ["run", "web", *(["append"] if append else []), "projector", *celery_workers(""), "beat"]
+    names += ["demo"] if demo else []
     out = Output(names)
     for tool in ("uvicorn", "gunicorn", "granian", "celery"):
         if not (VENV_BIN / tool).exists():
@@ -401,8 +413,8 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
         supervisor.start("projector", venv_cmd("python", "-u manage.py projector"))
         # The outbox job runs every 2 s: at INFO its "received/succeeded" lines would drown the output.
         level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
-        worker_args = f"-A leaderboard_project worker --loglevel {level} --concurrency 2"
-        supervisor.start("worker", venv_cmd("celery", worker_args))
+        for name, args in celery_workers(level).items():
+            supervisor.start(name, venv_cmd("celery", args))
         schedule = str(state_file.parent / "celerybeat-schedule")
         supervisor.start(
             "beat", venv_cmd("celery", f"-A leaderboard_project beat --loglevel {level} --schedule", schedule)

@@ -29,7 +29,7 @@ from tests.polling import until
 
 pytestmark = pytest.mark.slow
 
-CHILDREN = ("web", "projector", "worker", "beat")
+CHILDREN = ("web", "projector", "worker", "webhooks", "beat")
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -143,7 +143,7 @@ def test_a_child_killed_is_restarted_named_while_down_and_counted_and_ctrl_c_sto
     after = until(lambda: (s := run.state()).get("projector", {}).get("up") and s, "projector restarted", timeout=30)
     assert after["projector"]["restarts"] == 1 and after["projector"]["pid"] != before["projector"]["pid"]
     assert after["projector"]["last_exit"] == "killed by SIGKILL"
-    for name in ("web", "worker", "beat"):  # nobody else was stopped or restarted
+    for name in ("web", "worker", "webhooks", "beat"):  # nobody else was stopped or restarted
         assert after[name]["pid"] == before[name]["pid"] and after[name]["restarts"] == 0
     metrics = run.metrics()
     assert metrics[("leaderboard_process_restarts_total", (("process", "projector"),))] == 1

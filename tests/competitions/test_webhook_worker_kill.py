@@ -1,7 +1,8 @@
-"""At least once through a real crash (docs/competitions.md, "Delivery"): a real Celery worker
-delivers to a real receiver on loopback that hangs on the first request; the worker is killed
-with SIGKILL mid-request, then started again. Every event arrives, in order per board window,
-each signed, and a receiver that de-duplicates by X-Event-Id sees each exactly once."""
+"""At least once through a real crash (docs/competitions.md, "Delivery"): a real Celery worker on
+the webhooks queue delivers to a real receiver on loopback that hangs on the first request; the
+worker is killed with SIGKILL mid-request (the delivery is leased, no attempt recorded), then
+started again. Once the lease ends every event arrives, in order per board window, each signed,
+and a receiver that de-duplicates by X-Event-Id sees each exactly once."""
 
 from __future__ import annotations
 
@@ -49,19 +50,25 @@ def _worker() -> subprocess.Popen[bytes]:
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         "REDIS_URL": settings.REDIS_URL,
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "WEBHOOK_TIMEOUT_SECONDS": "90",  # longer than the test waits: only the kill ends the request
+        # the attempt's deadline, far longer than the kill takes (the kill ends the request); the
+        # lease lasts this plus LEASE_MARGIN_SECONDS
+        "WEBHOOK_TIMEOUT_SECONDS": "5",
+        "WEBHOOK_ALLOW_PRIVATE": "1",  # the receiver is on loopback
     }
-    cmd = [sys.executable, "-m", "celery", "-A", "leaderboard_project", "worker", "-P", "solo", "--loglevel", "WARNING"]
+    # the webhooks queue as `make run`'s webhooks worker serves it; one process (solo), so the
+    # SIGKILL ends the request with the worker
+    cmd = [sys.executable, "-m", "celery", "-A", "leaderboard_project", "worker", "-P", "solo", "-Q", "webhooks"]
+    cmd += ["-n", f"webhooks-kill-{os.getpid()}@%h", "--loglevel", "WARNING"]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _until(condition, what: str, worker: subprocess.Popen[bytes] | None = None) -> None:
+def _until(condition, what: str, worker: subprocess.Popen[bytes] | None = None, poll: float = 0.05) -> None:
     deadline = time.monotonic() + DEADLINE
     while not condition():
         if worker is not None and worker.poll() is not None:
             raise AssertionError(f"the worker exited: {worker.stderr.read().decode()[-2000:]}")
         assert time.monotonic() < deadline, f"{what} within {DEADLINE:.0f} s"
-        time.sleep(0.05)  # polling another process's progress, with a deadline
+        time.sleep(poll)  # polling another process's progress, with a deadline
 
 
 def test_sigkill_of_the_worker_mid_delivery_loses_no_event(
@@ -92,20 +99,20 @@ def test_sigkill_of_the_worker_mid_delivery_loses_no_event(
         if worker.poll() is None:
             worker.kill()
             worker.wait(timeout=10)
-    # the attempt died with its transaction: nothing recorded, both still pending
-    assert list(WebhookDelivery.objects.order_by("id").values_list("state", "attempts")) == [
-        ("pending", 0),
-        ("pending", 0),
-    ]
+    # the attempt died with the worker: nothing recorded, both still pending, the first leased
+    # (not due until its lease ends), the second waiting behind it
+    rows = list(WebhookDelivery.objects.order_by("id").values_list("state", "attempts", "claim"))
+    assert [(state, attempts) for state, attempts, _ in rows] == [("pending", 0), ("pending", 0)]
+    assert rows[0][2] is not None and rows[1][2] is None
 
     worker = _worker()
     try:
-        deliver_webhooks.delay()
-        _until(
-            lambda: WebhookDelivery.objects.filter(state="delivered").count() == 2,
-            "the restarted worker did not deliver both events",
-            worker,
-        )
+        # beat's part: a run every second (beat's is 5 s) until the lease has ended and both arrived
+        def delivered() -> bool:
+            deliver_webhooks.delay()
+            return WebhookDelivery.objects.filter(state="delivered").count() == 2
+
+        _until(delivered, "the restarted worker did not deliver both events", worker, poll=1.0)
     finally:
         worker.terminate()
         worker.wait(timeout=30)
