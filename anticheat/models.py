@@ -24,6 +24,8 @@ class AuditEntry(models.Model):
         REVOKE_KEY = "revoke_key", "Server key revoked"
         ERASE_PLAYER = "erase_player", "Player erased"
 
+    game_path = "game"  # the admin's per-game scoping (scores/scoping.py)
+
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     action = models.CharField(max_length=16, choices=Action.choices)
     # who: a staff user, a server key (the API), or the rules themselves (both NULL, actor says which)
@@ -59,6 +61,8 @@ class AuditEntry(models.Model):
 class MatchFlag(models.Model):
     """Why a match is in the review queue: a rule held or flagged it. Resolved by an approve
     or a void."""
+
+    game_path = "match__game"
 
     match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="flags")
     rule = models.CharField(max_length=40)
@@ -118,3 +122,22 @@ class ReviewMatch(Match):
         verbose_name = "match to review"
         verbose_name_plural = "review queue"
         permissions = [("moderate_match", "Can approve and void matches")]
+
+
+class GameModerator(models.Model):
+    """A staff user who moderates a game (docs/moderation.md, "Moderators per game"): in the
+    admin they see and act on that game's rows only. Superusers moderate every game and need
+    no row here. Written by anticheat.services.moderator_grant and moderator_revoke."""
+
+    game_path = "game"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="moderated_games")
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="moderators")
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "game moderator"
+        constraints = [models.UniqueConstraint(fields=["user", "game"], name="gamemoderator_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} moderates {self.game}"

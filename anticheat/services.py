@@ -1,5 +1,5 @@
 """Moderation writes (docs/api.md §8): void, approve, hold and flag, bulk voids (by player,
-by server key), erasing a player, key revocation. The admin, the API and the Celery checks
+by server key), erasing a player, key revocation, who moderates which game. The admin, the API and the Celery checks
 all go through these; each writes its audit entries in its own transaction (the statistics
 the rules compare against are anticheat/after.py's).
 
@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.contrib.auth.models import AbstractBaseUser, Group
 from django.db import transaction
 from django.utils import timezone
 
-from anticheat.models import AuditEntry, MatchFlag
+from anticheat.models import AuditEntry, GameModerator, MatchFlag
 from anticheat.rules import Verdict
 from leaderboard_project.errors import Conflict, NotFound
 from scores import recompute
@@ -295,3 +297,59 @@ def server_key_revoke(*, key: ServerKey, actor: Actor, reason: str = "revoked by
         if not already:
             _audit(actor, AuditEntry.Action.REVOKE_KEY, key.game_id, reason, server_key=key).save()
     return key
+
+
+# --- who moderates which game (docs/moderation.md, "Moderators per game") -------------------------
+
+MODERATORS_GROUP = "moderators"  # made by the data migrations (anticheat/migrations/0002, 0007)
+
+
+class ModeratorError(ValueError):
+    """A grant or revoke that cannot be done as asked; nothing was changed."""
+
+
+def _games(slugs: Sequence[str]) -> list[Game]:
+    wanted = sorted(set(slugs))
+    if not wanted:
+        raise ModeratorError("name at least one game")
+    found = list(Game.objects.filter(slug__in=wanted).order_by("slug"))
+    unknown = sorted(set(wanted) - {g.slug for g in found})
+    if unknown:
+        raise ModeratorError(f"unknown game(s): {', '.join(unknown)}")
+    return found
+
+
+def moderator_grant(*, username: str, games: Sequence[str], password: str | None = None) -> list[GameModerator]:
+    """Make `username` a staff moderator of `games` (slugs): staff, in the moderators group, one
+    GameModerator row per game. A missing user is created with `password` (required then);
+    an existing one keeps their password. Nobody is made a superuser here."""
+    found = _games(games)
+    user_model = get_user_model()
+    with transaction.atomic():
+        group = Group.objects.filter(name=MODERATORS_GROUP).first()
+        if group is None:
+            raise ModeratorError(f"the {MODERATORS_GROUP!r} group is missing: run the migrations")
+        if not user_model.objects.filter(username=username).exists() and not password:
+            raise ModeratorError(f"no user {username!r}: set MODERATOR_PASSWORD to create one")
+        user, _ = user_model.objects.get_or_create(
+            username=username, defaults={"password": make_password(password), "is_staff": True}
+        )
+        user_model.objects.filter(pk=user.pk, is_staff=False).update(is_staff=True)
+        user.groups.add(group)
+        GameModerator.objects.bulk_create(
+            [GameModerator(user=user, game=game) for game in found], ignore_conflicts=True
+        )  # a grant already there stays as it was
+        return list(
+            GameModerator.objects.filter(user=user, game__in=found).select_related("game").order_by("game__slug")
+        )
+
+
+def moderator_revoke(*, username: str, games: Sequence[str]) -> int:
+    """Take `games` (slugs) away from `username`; returns how many grants went. The user stays
+    staff and in the moderators group: with no game left they see no game's rows."""
+    found = _games(games)
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise ModeratorError(f"no user {username!r}")
+    deleted, _ = GameModerator.objects.filter(user=user, game__in=found).delete()
+    return deleted

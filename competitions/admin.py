@@ -10,10 +10,11 @@ from django.http import HttpRequest
 from competitions.models import TournamentEntry, WebhookDelivery
 from competitions.webhooks import deliveries_redeliver
 from scores.admin import ReadOnlyAdminMixin
+from scores.scoping import GameScopedAdmin
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class WebhookDeliveryAdmin(ReadOnlyAdminMixin, GameScopedAdmin):
     list_display = (
         "id",
         "event_type",
@@ -72,7 +73,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(TournamentEntry)
-class TournamentEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class TournamentEntryAdmin(ReadOnlyAdminMixin, GameScopedAdmin):
     list_display = ("board", "player", "joined_at")
     list_select_related = ("board", "board__game", "player")
     search_fields = ("player__external_id",)

@@ -23,6 +23,8 @@ class TournamentSize(models.Model):
 class TournamentEntry(models.Model):
     """A player who joined; the unique constraint makes joining twice harmless."""
 
+    game_path = "board__game"  # the admin's per-game scoping (scores/scoping.py)
+
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
     player = models.ForeignKey(Player, on_delete=models.CASCADE, related_name="+")
     joined_at = models.DateTimeField(auto_now_add=True)
@@ -73,6 +75,8 @@ class WebhookEvent(models.Model):
     caused it (seasons.services.window_freeze calls competitions through its freeze hook).
     `body` is the exact JSON sent, so every attempt signs the same bytes."""
 
+    game_path = "game"
+
     id = models.UUIDField(primary_key=True)  # X-Event-Id
     game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="+")
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
@@ -94,6 +98,8 @@ class WebhookDelivery(models.Model):
         PENDING = "pending"
         DELIVERED = "delivered"
         FAILED = "failed"  # gave up (24 h of retries); the admin can redeliver
+
+    game_path = "board__game"
 
     event = models.ForeignKey(WebhookEvent, on_delete=models.CASCADE, related_name="deliveries")
     url = models.CharField(max_length=2000)

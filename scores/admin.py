@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from scores.models import Board, Game, Match, Player, PlayerAccount, Result, Season, ServerKey
+from scores.scoping import GameScopedAdmin
 
 
 class ReadOnlyAdminMixin:
@@ -30,14 +31,14 @@ class SeasonInline(admin.TabularInline):
 
 
 @admin.register(Game)
-class GameAdmin(admin.ModelAdmin):
+class GameAdmin(GameScopedAdmin):
     list_display = ("slug", "name", "reset_timezone", "created_at")
     search_fields = ("slug", "name")
     inlines = [BoardInline, SeasonInline]
 
 
 @admin.register(ServerKey)
-class ServerKeyAdmin(admin.ModelAdmin):
+class ServerKeyAdmin(GameScopedAdmin):
     """Keys are created with `create_server_key` (the secret is shown once, there); here they
     are listed (anticheat/admin/keys.py adds the revoke action, which audits it)."""
 
@@ -62,7 +63,7 @@ class ResultInline(admin.TabularInline):
 
 
 @admin.register(Match)
-class MatchAdmin(admin.ModelAdmin):
+class MatchAdmin(GameScopedAdmin):
     list_display = ("match_id", "game", "status", "ended_at", "received_at", "server_key")
     list_filter = ("game", "status")
     search_fields = ("match_id",)
@@ -80,7 +81,7 @@ class MatchAdmin(admin.ModelAdmin):
 
 
 @admin.register(Player)
-class PlayerAdmin(admin.ModelAdmin):
+class PlayerAdmin(GameScopedAdmin):
     """Players are never deleted here (their results, values and frozen standings would go
     with them, behind the boards' back): anticheat/admin adds the erase action, which voids
     their matches instead."""
@@ -96,7 +97,7 @@ class PlayerAdmin(admin.ModelAdmin):
 
 
 @admin.register(PlayerAccount)
-class PlayerAccountAdmin(admin.ModelAdmin):
+class PlayerAccountAdmin(GameScopedAdmin):
     """Which site login plays as which player (made by demo data or one-time login links)."""
 
     list_display = ("user", "player", "game", "created_at")

@@ -15,6 +15,9 @@ slug_validator = RegexValidator(SLUG_RE, "Use 1-64 characters: a-z, 0-9 and '-',
 
 
 class Game(models.Model):
+    # how a row reaches its game, for the admin's per-game scoping (scores/scoping.py)
+    game_path = ""
+
     slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     reset_timezone = models.CharField(max_length=64, default="UTC")
@@ -35,6 +38,8 @@ class Game(models.Model):
 
 
 class Board(models.Model):
+    game_path = "game"
+
     class Order(models.TextChoices):
         DESC = "desc", "Higher is better"
         ASC = "asc", "Lower is better"
@@ -89,6 +94,8 @@ class Board(models.Model):
 
 
 class Season(models.Model):
+    game_path = "game"
+
     game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="seasons")
     slug = models.CharField(max_length=64, validators=[slug_validator])
     name = models.CharField(max_length=200)
@@ -126,6 +133,8 @@ class Player(models.Model):
     (game_id, lower(display_name) text_pattern_ops), made in migration 0009 with SQL (Django
     cannot spell an operator class on an expression next to a plain column)."""
 
+    game_path = "game"
+
     # db_index=False: the unique (game, external_id) index already leads with game
     game = models.ForeignKey(Game, on_delete=models.PROTECT, related_name="players", db_index=False)
     external_id = models.CharField(max_length=64)
@@ -144,6 +153,7 @@ class ServerKey(models.Model):
     a pepper held only in the environment, so the table alone cannot sign anything."""
 
     SCOPES = ("submit", "moderate")
+    game_path = "game"
 
     game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="server_keys")
     name = models.CharField(max_length=100)
@@ -168,6 +178,8 @@ class Match(models.Model):
         ACCEPTED = "accepted"
         HELD = "held"
         VOIDED = "voided"
+
+    game_path = "game"
 
     # db_index=False: the unique (game, match_id) index already leads with game
     game = models.ForeignKey(Game, on_delete=models.PROTECT, related_name="matches", db_index=False)
@@ -211,6 +223,8 @@ class Result(models.Model):
     references are not checked by Postgres (db_constraint=False): three deferred checks per
     result were a measurable share of a batch. The ORM still refuses to delete what they
     reference (PROTECT): scored data goes only through a void or a player's erasure."""
+
+    game_path = "match__game"
 
     match = models.ForeignKey(Match, on_delete=models.PROTECT, related_name="results", db_constraint=False)
     # db_index=False: the (player, board) index already leads with player
@@ -346,6 +360,8 @@ class PlayerAccount(models.Model):
     """A site login (Django user) that plays as one player of a game: the player pages and the
     websocket read as this player when the session belongs to the user. One player per user per
     game, one user per player. Made by the demo data or by redeeming a game's one-time login link."""
+
+    game_path = "game"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="player_accounts")
     # Denormalised from player.game so the one-per-game rule is a plain unique constraint.

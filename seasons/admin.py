@@ -18,6 +18,7 @@ from leaderboard_project.replicas import replica_reads
 from scores import windows
 from scores.admin import ReadOnlyAdminMixin
 from scores.models import Board
+from scores.scoping import GameScopedAdmin, game_scope
 from scores.selectors import cached_board
 from seasons.export import csv_response, window_csv
 from seasons.models import WindowClose, WindowFreeze
@@ -36,6 +37,10 @@ class ExportForm(forms.Form):
     version = forms.IntegerField(
         min_value=1, required=False, help_text="a frozen version (default: the latest, or the current values)"
     )
+
+    def __init__(self, *args: object, boards: QuerySet[Board], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["board"].queryset = boards  # type: ignore[attr-defined]  # the user's games' boards
 
     def clean(self) -> dict:
         data = super().clean()
@@ -63,7 +68,7 @@ class ExportForm(forms.Form):
 
 
 @admin.register(WindowFreeze)
-class WindowFreezeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class WindowFreezeAdmin(ReadOnlyAdminMixin, GameScopedAdmin):
     """Frozen standings are a record for reward payout: read-only, exported as CSV. A window
     corrected after its freeze (a void) has several versions; each says who moved."""
 
@@ -155,7 +160,8 @@ class WindowFreezeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         """CSV of any window: a frozen version, or the current values of a window not frozen."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        form = ExportForm(request.GET or None)
+        boards = game_scope(Board.objects.select_related("game").order_by("game__slug", "id"), user=request.user)
+        form = ExportForm(request.GET or None, boards=boards)
         if request.GET and form.is_valid():
             data = form.cleaned_data
             return csv_response(data["config"], data["window"], data["freeze"])
@@ -183,7 +189,7 @@ def _without_header(lines):  # noqa: ANN001, ANN202
 
 
 @admin.register(WindowClose)
-class WindowCloseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class WindowCloseAdmin(ReadOnlyAdminMixin, GameScopedAdmin):
     """Why a window is not frozen yet (a season waiting on held matches), or its last freeze."""
 
     list_display = ("board", "window", "state", "detail", "checked_at")

@@ -14,6 +14,8 @@ class WindowClose(models.Model):
         FROZEN = "frozen"
         FAILED = "failed"  # the last try failed; the next close run tries again
 
+    game_path = "board__game"  # the admin's per-game scoping (scores/scoping.py)
+
     board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="closes")
     window = models.CharField(max_length=80)
     state = models.CharField(max_length=8, choices=State.choices)
@@ -32,6 +34,8 @@ class WindowClose(models.Model):
 
 class WindowFreeze(models.Model):
     """One version of a window's frozen standings. Versions are never changed or deleted."""
+
+    game_path = "board__game"
 
     board = models.ForeignKey(Board, on_delete=models.PROTECT, related_name="freezes")
     window = models.CharField(max_length=80)

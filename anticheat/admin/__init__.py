@@ -7,6 +7,9 @@
 - audit.py: the audit log (read-only for everyone), with its targets as columns
 - freezes.py: a frozen window's page (seasons/admin.py) with the audit entries that explain its version
 - keys.py: server keys (scores/admin.py's page) with the revoke action
+- moderators.py: who moderates which game (superusers only)
+
+Every page is a scores.scoping.GameScopedAdmin: a moderator sees and acts on their games only.
 """
 
-from anticheat.admin import audit, freezes, keys, matches, queue  # noqa: F401  (each registers its pages)
+from anticheat.admin import audit, freezes, keys, matches, moderators, queue  # noqa: F401  (each registers its pages)

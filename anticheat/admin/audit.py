@@ -21,6 +21,7 @@ from django.utils.safestring import mark_safe
 
 from anticheat.models import AuditEntry
 from scores.admin import ReadOnlyAdminMixin
+from scores.scoping import GameScopedAdmin, game_scope
 from seasons.models import WindowFreeze
 
 REASON_CHARS = 90
@@ -31,8 +32,9 @@ class ActorFilter(admin.SimpleListFilter):
     parameter_name = "actor"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        # only the actors of the user's games: another game's moderators are not named
         users = (
-            AuditEntry.objects.filter(actor_user__isnull=False)
+            game_scope(AuditEntry.objects.filter(actor_user__isnull=False), user=request.user)
             .values_list("actor_user_id", "actor_user__username")
             .distinct()
             .order_by("actor_user__username")
@@ -62,7 +64,7 @@ def _bulk(entry: AuditEntry, key: str) -> str:
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdminMixin, GameScopedAdmin):
     """Append-only: nobody, superusers included, adds, changes or deletes an entry here."""
 
     # the game is a filter, not a column: the log must fit beside the navigation and the filters

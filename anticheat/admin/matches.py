@@ -24,6 +24,7 @@ from anticheat.services import Actor, player_erase
 from scores import encoding, windows
 from scores.admin import MatchAdmin, PlayerAdmin, ResultInline
 from scores.models import Board, Game, Match, Player, Result, ServerKey
+from scores.scoping import game_scope
 from scores.selectors import durable_standings, game_config
 
 PLAYERS_PER_SEARCH = 1000  # players a name prefix may match in one search
@@ -43,7 +44,8 @@ class BoardFilter(admin.SimpleListFilter):
     parameter_name = "board"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[int, str]]:
-        return [(b.pk, str(b)) for b in Board.objects.select_related("game").order_by("game__slug", "id")]
+        boards = game_scope(Board.objects.select_related("game"), user=request.user)
+        return [(b.pk, str(b)) for b in boards.order_by("game__slug", "id")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Match]) -> QuerySet[Match]:
         if not self.value():
@@ -154,7 +156,8 @@ class MatchModerationAdmin(ModerationMixin, MatchAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        games = list(Game.objects.values_list("pk", flat=True))  # lets the (game, ...) indexes serve
+        # the user's games: lets the (game, ...) indexes serve, and keeps the player cap for them
+        games = list(game_scope(Game.objects.all(), user=request.user).values_list("pk", flat=True))
         player_ids = list(
             Player.objects.annotate(name=Lower("display_name"))
             .filter(Q(external_id=term) | Q(name__startswith=term.lower()), game_id__in=games)

@@ -19,6 +19,7 @@ from anticheat.models import MatchFlag, ReviewMatch
 from scores import encoding
 from scores.admin import ReadOnlyAdminMixin
 from scores.models import Match, PlayerValue, Result
+from scores.scoping import GameScopedAdmin
 
 REVOKE = "scores.change_serverkey"
 
@@ -35,7 +36,7 @@ class FlagInline(admin.TabularInline):
 
 
 @admin.register(ReviewMatch)
-class ReviewMatchAdmin(ModerationMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class ReviewMatchAdmin(ModerationMixin, ReadOnlyAdminMixin, GameScopedAdmin):
     """Held matches and matches a rule flagged, oldest first, each with its context."""
 
     list_display = ("match_id", "game", "status", "why", "what", "ended_at", "received_at", "server")

@@ -22,6 +22,7 @@ from django.utils.html import format_html
 
 from anticheat import previews, services
 from scores.models import Game, Match, Player, ServerKey
+from scores.scoping import game_scope
 
 MODERATE = "anticheat.moderate_match"
 MAX_SELECTED = 500  # matches one selection may void; a player's or key's matches go through bulk-void
@@ -41,6 +42,10 @@ class BulkVoidForm(forms.Form):
     since = forms.DateTimeField(help_text="matches that ended at or after (UTC, YYYY-MM-DD HH:MM)")
     until = forms.DateTimeField(help_text="and before")
     reason = forms.CharField(widget=_reason_widget, max_length=2000, required=False)
+
+    def __init__(self, *args: Any, games: QuerySet[Game], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["game"].queryset = games  # type: ignore[attr-defined]  # the user's games only
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -132,7 +137,7 @@ class ModerationMixin:
         back = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[pk])
         if request.method != "POST":
             return HttpResponseRedirect(back)
-        match = get_object_or_404(Match.objects.select_related("game"), pk=pk)
+        match = get_object_or_404(game_scope(Match.objects.select_related("game"), user=request.user), pk=pk)
         try:
             services.match_approve(match=match, actor=self._actor(request))
             self.message_user(request, f"Approved {match.match_id}: it counts on the boards.", messages.SUCCESS)
@@ -160,7 +165,8 @@ class ModerationMixin:
         if not self.has_moderate_permission(request):
             raise PermissionDenied
         pks = _ids(request.GET.get("ids", ""))
-        matches = list(Match.objects.filter(pk__in=pks).select_related("game"))
+        # ids of another game's matches (a forged URL) select nothing
+        matches = list(game_scope(Match.objects.filter(pk__in=pks), user=request.user).select_related("game"))
         games = {m.game_id: m.game for m in matches}
         if not matches or len(games) != 1:
             self.message_user(request, "Select the matches of one game to void.", messages.ERROR)
@@ -179,7 +185,7 @@ class ModerationMixin:
         """Void every match of a player or of a server key in a time range (preview first)."""
         if not self.has_moderate_permission(request):
             raise PermissionDenied
-        form = BulkVoidForm(request.POST or None)
+        form = BulkVoidForm(request.POST or None, games=game_scope(Game.objects.order_by("slug"), user=request.user))
         title = "Void matches of a player or server key"
         if request.method != "POST" or not form.is_valid():
             return self._render(request, title, form, None, bulk=True)

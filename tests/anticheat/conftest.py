@@ -62,13 +62,11 @@ def moderators_group(transactional_db) -> None:
 
 
 @pytest.fixture
-def moderator(moderators_group):  # noqa: ANN201
-    """A staff user in the moderators group."""
-    from django.contrib.auth.models import Group, User
+def moderator(moderators_group, arena):  # noqa: ANN201
+    """A staff user in the moderators group who moderates arena (docs/moderation.md, "Moderators per game")."""
+    from anticheat.services import moderator_grant
 
-    user = User.objects.create_user("mo", password="pw", is_staff=True)
-    user.groups.add(Group.objects.get(name="moderators"))
-    return user
+    return moderator_grant(username="mo", games=["arena"], password="pw")[0].user
 
 
 def moderators_group_create() -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.utils import timezone
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from anticheat.services import moderator_grant
 from scores.models import Match
 from scores.selectors import cached_board
 from seasons.models import WindowFreeze
@@ -58,10 +58,10 @@ def played(server: SignedClient) -> Match:
 
 
 @pytest.fixture
-def moderator_login(transactional_db) -> tuple[str, str]:
+def moderator_login(game) -> tuple[str, str]:
+    """A moderator of chess (docs/moderation.md, "Moderators per game")."""
     moderators_group_create()
-    user = User.objects.create_user("moderator", password="pw-e2e-mod", is_staff=True)
-    user.groups.add(Group.objects.get(name="moderators"))
+    moderator_grant(username="moderator", games=["chess"], password="pw-e2e-mod")
     return "moderator", "pw-e2e-mod"
 
 
