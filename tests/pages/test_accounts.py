@@ -157,3 +157,61 @@ def test_the_login_page_documents_the_demo_sign_in(game) -> None:
     GameFactory(slug="demo")
     html = Client().get("/accounts/login/").content.decode()
     assert "player-000001" in html and "<code>demo</code>" in html
+
+
+# --- players only: never a staff account (docs/players.md, "One-time login links") ----------
+
+
+def staff_user(kind: str):  # noqa: ANN201 (a user)
+    User = get_user_model()
+    if kind == "superuser":
+        return User.objects.create_superuser(username="root", password="pw-pages-1")
+    return User.objects.create_user(username="mod", password="pw-pages-1", is_staff=True)
+
+
+def opens_the_admin(browser: Client) -> bool:
+    response = browser.get("/admin/")
+    if response.status_code == 302:
+        assert response["Location"].startswith("/admin/login/")
+        return False
+    return response.status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["staff", "superuser"])
+def test_a_link_for_a_player_linked_to_a_staff_account_never_yields_a_staff_session(ranked, kind) -> None:
+    """A link made before this rule (or an account promoted since) links the player to a staff
+    user: redeeming a link for that player is refused, and the browser cannot open the admin."""
+    staff = staff_user(kind)
+    cy = Player.objects.get(external_id="cy")
+    PlayerAccount.objects.create(user=staff, game_id=cy.game_id, player=cy)  # as the old redemption made it
+    path = make_link(ranked, "cy")
+    browser = Client()
+    assert "players only" in browser.get(path).content.decode()
+    before = state()
+    refused = browser.post(path)
+    assert refused.status_code == 403
+    html = refused.content.decode()
+    assert 'data-code="staff"' in html and "never signs anyone in as staff" in html
+    assert "_auth_user_id" not in browser.session
+    assert not opens_the_admin(browser)
+    assert state() == before  # not used up, nothing linked
+
+
+@pytest.mark.parametrize("kind", ["staff", "superuser"])
+def test_a_signed_in_staff_user_is_never_linked_to_a_player(ranked, kind) -> None:
+    staff = staff_user(kind)
+    browser = Client()
+    browser.force_login(staff)
+    path = make_link(ranked, "bo")
+    shown = browser.get(path)
+    html = shown.content.decode()
+    assert 'data-code="staff"' in html and "Sign out" in html and ">Continue<" not in html
+    before = state()
+    refused = browser.post(path)
+    assert refused.status_code == 403 and 'data-code="staff"' in refused.content.decode()
+    assert state() == before and not PlayerAccount.objects.filter(user=staff).exists()
+    # signed out, the same link signs the visitor in as the player, who cannot open the admin
+    browser.logout()
+    assert browser.post(path).status_code == 302
+    assert PlayerAccount.objects.get(player__external_id="bo").user != staff
+    assert not opens_the_admin(browser)
