@@ -140,11 +140,10 @@ class RedisUnreachable(ApiError):
     """A write whose safety rests on Redis (the replay check of minting, a token revocation's
     mirror) while Redis is unreachable: refused, nothing changed (docs/api.md §14)."""
 
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     code = "redis_unavailable"
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
         self.wait = 1  # DRF's exception handler answers it as Retry-After
 
 
