@@ -28,7 +28,8 @@ ptg:{player_id}                 integer: the player's bearer-token generation (s
                                 the reader asks Postgres), which page.lua and friends.lua read in
                                 the thin path's own round trip
 lb:once:{key_id}:{v1}           set (until its signature's 300 s are over) once a signed request that
-                                mints credentials was served (scores/auth.py signature_use_once):
+                                mints credentials was served (scores/auth.py signature_use_once,
+                                through rediskit/credentials.py):
                                 not a cache, emptying it would let a replay through
 lb:hist:{board_id}:{window}     hash: the score histogram of a board window (boards/histogram.py);
                                 outside lb:{board_id}:* so rebuilds never touch it

@@ -14,6 +14,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from django.conf import settings
 from django.core import signing
@@ -25,14 +26,41 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from leaderboard_project.errors import ApiError
-from rediskit import keys
-from rediskit.client import REDIS_DOWN, get_redis
 from scores.models import Player, PlayerTokenGeneration, ServerKey
 
 
 def server_key_secret(key_id: str, salt: str) -> str:
     mac = hmac.new(settings.SERVER_KEY_PEPPER.encode(), f"server-key:v1:{key_id}:{salt}".encode(), hashlib.sha256)
     return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
+
+
+class CredentialStore(Protocol):
+    """Where the signatures of minting requests already served and the mirror of the players'
+    token generations live: Redis (rediskit/credentials.py, registered by boards/apps.py; the
+    durable core never touches Redis itself). None or False: the store is unreachable."""
+
+    def signature_claim(self, key_id: str, v1: str, ttl: int) -> bool | None: ...
+
+    def generations(self, pks: list[int]) -> dict[int, int] | None: ...
+
+    def generations_fill(self, found: dict[int, int], ttl: int) -> None: ...
+
+    def generation_set(self, pk: int, generation: int, ttl: int) -> bool: ...
+
+
+_store: CredentialStore | None = None
+
+
+def credential_store_register(store: CredentialStore) -> None:
+    """Called from an upper app's AppConfig.ready() (boards/apps.py)."""
+    global _store
+    _store = store
+
+
+def credential_store() -> CredentialStore:
+    if _store is None:
+        raise RuntimeError("no credential store registered (boards/apps.py registers rediskit/credentials.py)")
+    return _store
 
 
 @dataclass(frozen=True)
@@ -160,11 +188,10 @@ def signature_use_once(request: Request) -> None:
     assert isinstance(key, ServerKey), "only for signed requests (ServerKeyAuthentication)"
     t, v1 = _parse_signature(request.META["HTTP_X_SIGNATURE"])
     ttl = max(1, math.ceil(t + settings.SIGNATURE_MAX_SKEW_SECONDS - time.time()) + 1)
-    try:
-        fresh = get_redis().set(keys.signature_once_key(key.key_id, v1), b"1", nx=True, ex=ttl)
-    except REDIS_DOWN:
+    fresh = credential_store().signature_claim(key.key_id, v1, ttl)
+    if fresh is None:
         # a replay check that silently passed would be no check
-        raise RedisUnreachable("cannot check this signature against replays now; nothing was made, retry") from None
+        raise RedisUnreachable("cannot check this signature against replays now; nothing was made, retry")
     if not fresh:
         raise exceptions.AuthenticationFailed(
             "this signature was already used: a request that mints credentials is served once; sign a new one"
@@ -226,7 +253,8 @@ class PlayerPrincipal:
 
 # --- revocation: a generation per player -------------------------------------------------
 #
-# Postgres holds it (PlayerTokenGeneration); Redis mirrors it per player (keys.player_tokens_key)
+# Postgres holds it (PlayerTokenGeneration); Redis mirrors it per player (rediskit/keys.py
+# player_tokens_key, through the credential store)
 # so that checking it costs one GET, or nothing extra on the thin path, whose board script reads
 # it in the read's own round trip (page.lua, friends.lua). Revoking writes the mirror before its
 # transaction commits (services.player_tokens_revoke), so the next request anywhere sees it. A
@@ -245,15 +273,13 @@ def _generations_durable(pks: list[int]) -> dict[int, int]:
 
 def player_token_generations(pks: list[int]) -> dict[int, int]:
     """The current token generation of each of these players (one MGET; Postgres for those
-    Redis does not hold). A player that does not exist is left out: its tokens are refused."""
+    Redis does not hold, or for all when it is unreachable). A player that does not exist is
+    left out: its tokens are refused."""
     if not pks:
         return {}
-    r = get_redis()
-    try:
-        raw = r.mget([keys.player_tokens_key(pk) for pk in pks])
-    except REDIS_DOWN:
+    out = credential_store().generations(pks)
+    if out is None:
         return _generations_durable(pks)
-    out = {pk: int(v) for pk, v in zip(pks, raw, strict=True) if v is not None}
     missing = [pk for pk in pks if pk not in out]
     if missing:
         durable = _generations_durable(missing)
@@ -263,16 +289,9 @@ def player_token_generations(pks: list[int]) -> dict[int, int]:
 
 
 def player_token_generations_mirror(generations: dict[int, int]) -> None:
-    """Set Redis' mirror of these generations (read from Postgres) where it holds none. SET NX:
-    a revocation's newer number, written meanwhile, stays. Redis unreachable: nothing (the
-    readers ask Postgres)."""
-    try:
-        with get_redis().pipeline(transaction=False) as pipe:
-            for pk, generation in generations.items():
-                pipe.set(keys.player_tokens_key(pk), generation, nx=True, ex=settings.PLAYER_TOKEN_TTL_SECONDS)
-            pipe.execute()
-    except REDIS_DOWN:
-        pass
+    """Mirror these generations (read from Postgres) where Redis holds none; a revocation's
+    newer number written meanwhile stays. Redis unreachable: nothing (the readers ask Postgres)."""
+    credential_store().generations_fill(generations, settings.PLAYER_TOKEN_TTL_SECONDS)
 
 
 def player_token_current(principal: PlayerPrincipal) -> bool:

@@ -15,11 +15,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from leaderboard_project.errors import ApiError
-from rediskit import keys
-from rediskit.client import REDIS_DOWN, get_redis
 from scores import encoding, pgarrays
 from scores.auth import (
     RedisUnreachable,
+    credential_store,
     make_player_token,
     player_token_generations_mirror,
     server_key_secret,
@@ -259,10 +258,8 @@ def player_tokens_revoke(*, player: Player) -> int:
             [player.pk],
         )
         generation = cur.fetchone()[0]
-        try:
-            get_redis().set(keys.player_tokens_key(player.pk), generation, ex=settings.PLAYER_TOKEN_TTL_SECONDS)
-        except REDIS_DOWN:
-            raise RedisUnreachable("cannot revoke now: Redis is unreachable; nothing changed, retry") from None
+        if not credential_store().generation_set(player.pk, generation, settings.PLAYER_TOKEN_TTL_SECONDS):
+            raise RedisUnreachable("cannot revoke now: Redis is unreachable; nothing changed, retry")
     return generation
 
 
