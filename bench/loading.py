@@ -87,7 +87,7 @@ def set_up(
     step("copy_friendships")
     environment.log(f"{friendship_rows:,} friendship rows; rebuilding board {board.slug} through boards_rebuild")
     from boards import services as board_services
-    from scores.auth import make_player_token
+    from scores.auth import make_player_token, player_token_generations_mirror
     from scores.models import Board
 
     board_obj = Board.objects.get(id=board.id)
@@ -115,6 +115,9 @@ def set_up(
     rank_pool = rng.sample(range(1, args.players + 1), min(args.token_pool, args.players))
     expires_at = datetime.now(UTC) + timedelta(days=1)
     tokens = {pk: make_player_token(game, pk, expires_at, f"p{pk}") for pk in {*rank_pool, *lists, *big_lists}}
+    # as minting does (scores/services.py player_token_issue): the generation's mirror in Redis,
+    # so the thin path's board script finds it from a token's first read (docs/api.md §3.2)
+    player_token_generations_mirror(dict.fromkeys(tokens, 0))
     step("tokens")
     release_django_connections()
     counts = Counter(values.encoded)

@@ -27,10 +27,12 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.utils import timezone
 
 from boards import live
 from rediskit.client import REDIS_DOWN, log_unavailable
+from scores.auth import player_token_generations
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,7 @@ class LocalHub:
         self._receiver: asyncio.Task | None = None
         self._heartbeat: asyncio.Task | None = None
         self._idle = asyncio.Event()
+        self._token_check: asyncio.Task | None = None
 
     async def join(self, sock: BoardConsumer) -> None:
         """Subscribes `sock` to its board window. From here on updates reach it: in its backlog
@@ -133,6 +136,8 @@ class LocalHub:
         if self._heartbeat is None or self._heartbeat.done():
             self._idle.clear()
             self._heartbeat = asyncio.ensure_future(self._refresh_watches())
+        if sock.sub.token_generation is not None and (self._token_check is None or self._token_check.done()):
+            self._token_check = asyncio.ensure_future(self._check_tokens())
         assert group.subscribed is not None
         # shielded: one socket giving up (disconnected meanwhile) does not cancel the others' subscription
         await asyncio.shield(group.subscribed)
@@ -287,6 +292,33 @@ class LocalHub:
             except REDIS_DOWN as exc:
                 log_unavailable(log, "live: could not refresh watches: %s", exc=exc)
 
+    def _token_sockets(self) -> list[BoardConsumer]:
+        return [
+            sock
+            for group in self.groups.values()
+            for sock in group.sockets
+            if sock.sub is not None and sock.sub.token_generation is not None
+        ]
+
+    async def _check_tokens(self) -> None:
+        """Closes (4401) the sockets whose token was revoked (docs/api.md §3.2): every
+        PLAYER_TOKEN_RECHECK_SECONDS, one read of the generations of all the process's token
+        sockets' players. Stops when the process has no token socket left (join starts it again)."""
+        while True:
+            await asyncio.sleep(settings.PLAYER_TOKEN_RECHECK_SECONDS)
+            sockets = self._token_sockets()
+            if not sockets:
+                return
+            try:
+                current = await _threaded(player_token_generations)(sorted({s.pk for s in sockets if s.pk}))
+            except Exception:  # Redis and Postgres both unreachable: the next round tries again
+                log.exception("live: could not check the sockets' tokens")
+                continue
+            for sock in sockets:
+                assert sock.sub is not None
+                if live.token_is_revoked(sock.sub, current):
+                    sock.token_revoked()
+
 
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LocalHub] = weakref.WeakKeyDictionary()
 
@@ -371,6 +403,10 @@ class BoardConsumer(AsyncWebsocketConsumer):
         # a socket on ?window=daily follows today's window: tell the client to reconnect for the new one
         self.hub.leave(self)
         asyncio.ensure_future(self.close(code=live.WINDOW_ENDED, reason="window ended; reconnect"))
+
+    def token_revoked(self) -> None:
+        self.hub.leave(self)
+        asyncio.ensure_future(self.close(code=live.BAD_TOKEN, reason="token revoked"))
 
     def friends_set(self, friends: list[int]) -> None:
         assert self.pk is not None

@@ -262,7 +262,7 @@ class Refused(Exception):
 
 
 BAD_REQUEST = 4400
-BAD_TOKEN = 4401
+BAD_TOKEN = 4401  # also an open socket whose token was revoked (docs/api.md §3.2)
 FORBIDDEN = 4403
 NOT_FOUND = 4404
 WINDOW_ENDED = 4000
@@ -274,6 +274,9 @@ class Subscription:
     window: str  # explicit
     player_pk: int | None
     ends_at: datetime | None  # when a relative window (daily, ...) rolls over; None if explicit
+    # the token's generation when the socket authenticated with a token (None: session or
+    # anonymous); the hub closes the socket once the player's generation passes it
+    token_generation: int | None = None
 
 
 def subscription_open(
@@ -303,17 +306,27 @@ def subscription_open(
         ends_at = span[1] if span else None
     if region:
         window = windows.in_region(region, window)
-    pk = None
+    pk = generation = None
     if token:
         principal = player_from_token(token)
         if principal is None:
-            raise Refused(BAD_TOKEN, "invalid or expired token")
+            raise Refused(BAD_TOKEN, "invalid, expired or revoked token")
         if principal.game_id != cfg.game_id:
             raise Refused(FORBIDDEN, "token of another game")
-        pk = principal.player_pk
+        pk, generation = principal.player_pk, principal.generation
     elif user_id:
         pk = player_of_user(user_id, game_id=cfg.game_id)
-    return Subscription(cfg, window, pk, ends_at)
+    return Subscription(cfg, window, pk, ends_at, generation)
+
+
+def token_is_revoked(sub: Subscription, current: dict[int, int]) -> bool:
+    """Whether a socket's token is revoked, given its players' current token generations
+    (player_token_generations: one MGET for all of a process's token sockets; a player who no
+    longer exists is missing, and revoked)."""
+    if sub.token_generation is None or sub.player_pk is None:
+        return False
+    now = current.get(sub.player_pk)
+    return now is None or now > sub.token_generation
 
 
 @dataclass(frozen=True)

@@ -82,27 +82,68 @@ def _from_postgres(s: DurableSlice) -> _Slice:
     return _Slice(total=s.total, start=s.start, rows=s.rows, better=s.better, profiles=s.profiles)
 
 
+class TokenUnconfirmed(Exception):
+    """A read with a token guard (docs/api.md §3.2) that the board script refused: the player's
+    tokens of that generation are revoked (`revoked`), or Redis does not hold the player's
+    generation (the caller asks Postgres: scores/auth.py player_token_generations)."""
+
+    def __init__(self, revoked: bool) -> None:
+        super().__init__("revoked" if revoked else "generation unknown")
+        self.revoked = revoked
+
+
+TokenGuard = tuple[int, int]  # (player pk, the token's generation)
+
+
+def _guarded(reply: list[Any]) -> list[Any]:
+    if reply and reply[0] in (b"revoked", b"tokenunknown"):
+        raise TokenUnconfirmed(reply[0] == b"revoked")
+    return reply
+
+
 def _page_script(
-    board: BoardConfig, window: str, *args: Any, counters: Sequence[str] = (), limits: Sequence[int] = ()
+    board: BoardConfig,
+    window: str,
+    *args: Any,
+    counters: Sequence[str] = (),
+    limits: Sequence[int] = (),
+    token: TokenGuard | None = None,
 ) -> list[Any]:
     r = get_redis()
+    guard = [keys.player_tokens_key(token[0])] if token else []
     reply = script("page")(
-        keys=[keys.board_key(board.id, window), keys.BUILT_MARKER, *counters],
-        args=[*args, encoding.TIME_SPAN, GROUP_CAP, "1" if board.rank_display == "shared" else "0", *limits],
+        keys=[keys.board_key(board.id, window), keys.BUILT_MARKER, *guard, *counters],
+        args=[
+            *args,
+            encoding.TIME_SPAN,
+            GROUP_CAP,
+            "1" if board.rank_display == "shared" else "0",
+            token[1] if token else "",
+            *limits,
+        ],
         client=r,
     )
     if reply and reply[0] == b"unbuilt":
         raise BoardIndexNotBuilt("the board index is being rebuilt")
-    return reply
+    return _guarded(reply)
 
 
 def standing_reply(
-    board: BoardConfig, *, window: str, pk: int, around: int, counters: Sequence[str], limits: Sequence[int]
+    board: BoardConfig,
+    *,
+    window: str,
+    pk: int,
+    around: int,
+    counters: Sequence[str],
+    limits: Sequence[int],
+    token: TokenGuard | None = None,
 ) -> list[Any]:
     """page.lua's answer for player_standing(..., reply=), with the rate-limit counters
     (PlayerReadThrottle.counters) counted in the same round trip. A one-element list means
-    limit number reply[0] refused the request and the board was not read. Raises REDIS_DOWN."""
-    return _page_script(board, window, "member", pk, around, counters=counters, limits=limits)
+    limit number reply[0] refused the request and the board was not read. `token`: a player
+    token's guard, checked first in the same round trip (raises TokenUnconfirmed). Raises
+    REDIS_DOWN."""
+    return _page_script(board, window, "member", pk, around, counters=counters, limits=limits, token=token)
 
 
 # --- public reads ---------------------------------------------------------------------------
@@ -162,22 +203,28 @@ def friends_reply(
     counters: Sequence[str] = (),
     limits: Sequence[int] = (),
     own_list: bool = False,
+    token: TokenGuard | None = None,
 ) -> list[Any]:
     """friends.lua's answer for these members; with the rate-limit counters (as standing_reply)
     counted in the same round trip, a one-element list meaning limit number reply[0] refused
     the request. `own_list`: members is [the player], and the script reads the player's
     cached friend list itself (keys.friend_list_key), so the whole read is one round trip; a
     list not cached is loaded (profiles.friend_pks) and the board read once more with it, the
-    limits not counted again. Raises REDIS_DOWN."""
+    limits not counted again. `token`: as standing_reply's. Raises REDIS_DOWN."""
     script_keys = [keys.board_key(board.id, window), keys.BUILT_MARKER, *counters]
+    if token:
+        script_keys.append(keys.player_tokens_key(token[0]))
     if own_list:
         script_keys.append(keys.friend_list_key(members[0]))
     shared = "1" if board.rank_display == "shared" else "0"
     prefix = keys.profile_key_prefix(board.id, window)
-    reply = script("friends")(
-        keys=script_keys,
-        args=[encoding.TIME_SPAN, GROUP_CAP, shared, len(counters), prefix, *limits, *members],
-        client=get_redis(),
+    guard = token[1] if token else ""
+    reply = _guarded(
+        script("friends")(
+            keys=script_keys,
+            args=[encoding.TIME_SPAN, GROUP_CAP, shared, len(counters), prefix, guard, *limits, *members],
+            client=get_redis(),
+        )
     )
     if reply and reply[0] == b"unbuilt":
         raise BoardIndexNotBuilt("the board index is being rebuilt")

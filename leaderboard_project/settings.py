@@ -380,6 +380,8 @@ SPECTACULAR_SETTINGS = {
 SIGNATURE_MAX_SKEW_SECONDS = 300
 # docs/api.md §3.2: how long a player's bearer token lives.
 PLAYER_TOKEN_TTL_SECONDS = int(os.environ.get("PLAYER_TOKEN_TTL_SECONDS", str(24 * 3600)))
+# docs/api.md §3.2: how often a websocket process checks its open sockets' tokens for revocation.
+PLAYER_TOKEN_RECHECK_SECONDS = float(os.environ.get("PLAYER_TOKEN_RECHECK_SECONDS", "2"))
 # One-time login links a game's server makes for a player (docs/players.md).
 LOGIN_LINK_TTL_SECONDS = int(os.environ.get("LOGIN_LINK_TTL_SECONDS", "900"))
 LOGIN_URL = "login"

@@ -35,18 +35,25 @@ class LoginView(auth_views.LoginView):
 
 @require_http_methods(["GET", "POST"])
 def login_link(request: HttpRequest, token: str) -> HttpResponse:
-    """A game's one-time login link: GET shows what it will do, POST (with CSRF) redeems it."""
+    """A game's one-time login link: GET shows what it will do, POST (with CSRF) redeems it.
+    Never for a staff or superuser account (scores/accounts.py): refused with 403."""
     try:
         target = accounts.login_link_read(token)
     except accounts.LoginLinkError as exc:
         return render(request, "pages/login_link.html", {"error": exc}, status=400)
     player = Player.objects.select_related("game").filter(pk=target.player_pk).first()
     if request.method == "GET":
-        return render(request, "pages/login_link.html", {"player": player, "expires_at": target.expires_at})
+        context = {
+            "player": player,
+            "expires_at": target.expires_at,
+            "staff_signed_in": request.user.is_authenticated and accounts.is_staff_account(request.user),
+            "staff_message": accounts.STAFF_SIGNED_IN,
+        }
+        return render(request, "pages/login_link.html", context)
     try:
         user, player = accounts.login_link_redeem(token=token, user=request.user)
     except accounts.LoginLinkError as exc:
-        status = 409 if exc.code in ("used", "conflict") else 400
+        status = {"used": 409, "conflict": 409, "staff": 403}.get(exc.code, 400)
         return render(request, "pages/login_link.html", {"error": exc, "player": player}, status=status)
     if not request.user.is_authenticated or request.user.pk != user.pk:
         auth.login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])

@@ -22,6 +22,15 @@ pv:{board_id}:{window}:{player_id}:{encoded}
 fl:{player_id}                  string (60 s expiry): a player's friends' primary keys joined by ","
                                 (boards/profiles.py), a cache like pv:, which friends.lua reads in
                                 the board read's own round trip
+ptg:{player_id}                 integer: the player's bearer-token generation (scores.PlayerTokenGeneration;
+                                docs/api.md §3.2), a token older than it refused. Expires with the
+                                longest-lived token; a cache of Postgres anyone may empty (missing:
+                                the reader asks Postgres), which page.lua and friends.lua read in
+                                the thin path's own round trip
+lb:once:{key_id}:{v1}           set (until its signature's 300 s are over) once a signed request that
+                                mints credentials was served (scores/auth.py signature_use_once,
+                                through rediskit/credentials.py):
+                                not a cache, emptying it would let a replay through
 lb:hist:{board_id}:{window}     hash: the score histogram of a board window (boards/histogram.py);
                                 outside lb:{board_id}:* so rebuilds never touch it
 lb:throttle:{scope}:{ident}:{n} integer: requests of one client in the n-th fixed window of a rate
@@ -158,3 +167,11 @@ def live_top_gate(board_id: int, window: str) -> str:
 
 def throttle_key(scope: str, ident: str, window: int) -> str:
     return f"lb:throttle:{scope}:{ident}:{window}"
+
+
+def player_tokens_key(player_id: int) -> str:
+    return f"ptg:{player_id}"
+
+
+def signature_once_key(key_id: str, v1: str) -> str:
+    return f"lb:once:{key_id}:{v1.lower()}"

@@ -5,7 +5,12 @@ A login link is a signed, self-contained token (game, player, a random nonce, ex
 one writes nothing. Redeeming inserts the nonce into scores.LoginLinkUse, whose primary key
 makes a second redemption fail inside the database, so two browsers racing with the same
 link cannot both sign in. Everything a redemption writes is in one transaction: a refused
-redemption (used, expired, or a conflicting account) changes nothing.
+redemption (used, expired, a conflicting account, a staff account) changes nothing.
+
+A login link is for players only (docs/players.md, "One-time login links"): it never signs
+anyone in as a staff or superuser account, and never links one to a player. A game's server
+key can mint links for any of its players; if a link could reach a staff account, that key
+would open the admin.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ DEMO_PASSWORD = "demo"
 
 
 class LoginLinkError(Exception):
-    """A link that cannot be redeemed; `code` names why (invalid, expired, used, conflict)."""
+    """A link that cannot be redeemed; `code` names why (invalid, expired, used, conflict, staff)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -77,14 +82,32 @@ def login_link_read(token: str) -> LinkTarget:
     return target
 
 
+STAFF_SIGNED_IN = (
+    "You are signed in with a staff account, which a login link never links to a player. "
+    "Sign out, then open the link again to continue as the player."
+)
+STAFF_LINKED = (
+    "This player is linked to a staff account, and a login link never signs anyone in as staff. "
+    "Ask the game's operators to unlink it."
+)
+
+
+def is_staff_account(user: AbstractBaseUser) -> bool:
+    """Staff or superuser: an account no login link may sign in or link to a player."""
+    return bool(getattr(user, "is_staff", False) or getattr(user, "is_superuser", False))
+
+
 def login_link_redeem(*, token: str, user: AbstractBaseUser | None) -> tuple[AbstractBaseUser, Player]:
     """Use a link once. Signed in (`user`): link that user to the player. Signed out: the
-    player's user, created if the player has none. Returns the user to sign in and the player."""
+    player's user, created if the player has none. Returns the user to sign in and the player.
+    Refused (`staff`) when either is a staff or superuser account."""
     target = login_link_read(token)
     player = Player.objects.select_related("game").filter(pk=target.player_pk, game_id=target.game_id).first()
     if player is None:
         raise LoginLinkError("invalid", "The player this link was made for no longer exists.")
     signed_in = user if user is not None and user.is_authenticated else None
+    if signed_in is not None and is_staff_account(signed_in):
+        raise LoginLinkError("staff", STAFF_SIGNED_IN)
     with transaction.atomic():
         account_user = signed_in or _player_user(player)
         if signed_in is not None:
@@ -100,12 +123,13 @@ def login_link_redeem(*, token: str, user: AbstractBaseUser | None) -> tuple[Abs
 
 
 def _player_user(player: Player) -> AbstractBaseUser:
-    """The user who plays as `player`, created (without a usable password) if none does.
-    Two redemptions racing for a new player: the loser's insert fails on a unique constraint
-    and it reads the winner's row."""
+    """The user who plays as `player`, created (without a usable password) if none does; never
+    a staff or superuser account (a link made before such links were refused, or an account
+    promoted since: refused). Two redemptions racing for a new player: the loser's insert fails
+    on a unique constraint and it reads the winner's row."""
     found = PlayerAccount.objects.select_related("user").filter(player=player).first()
     if found is not None:
-        return found.user
+        return _not_staff(found.user)
     User = get_user_model()
     try:
         with transaction.atomic():
@@ -118,7 +142,13 @@ def _player_user(player: Player) -> AbstractBaseUser:
         found = PlayerAccount.objects.select_related("user").filter(player=player).first()
         if found is None:  # the username is taken by someone who does not play as this player
             raise LoginLinkError("conflict", "Another account already uses this player's name.") from None
-        return found.user
+        return _not_staff(found.user)
+
+
+def _not_staff(user: AbstractBaseUser) -> AbstractBaseUser:
+    if is_staff_account(user):
+        raise LoginLinkError("staff", STAFF_LINKED)
+    return user
 
 
 def _account_link(user: AbstractBaseUser, player: Player) -> None:

@@ -8,27 +8,59 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import math
 import re
 import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 from django.db import transaction
-from rest_framework import exceptions
+from rest_framework import exceptions, status
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from scores.models import ServerKey
+from leaderboard_project.errors import ApiError
+from scores.models import Player, PlayerTokenGeneration, ServerKey
 
 
 def server_key_secret(key_id: str, salt: str) -> str:
     mac = hmac.new(settings.SERVER_KEY_PEPPER.encode(), f"server-key:v1:{key_id}:{salt}".encode(), hashlib.sha256)
     return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
+
+
+class CredentialStore(Protocol):
+    """Where the signatures of minting requests already served and the mirror of the players'
+    token generations live: Redis (rediskit/credentials.py, registered by boards/apps.py; the
+    durable core never touches Redis itself). None or False: the store is unreachable."""
+
+    def signature_claim(self, key_id: str, v1: str, ttl: int) -> bool | None: ...
+
+    def generations(self, pks: list[int]) -> dict[int, int] | None: ...
+
+    def generations_fill(self, found: dict[int, int], ttl: int) -> None: ...
+
+    def generation_set(self, pk: int, generation: int, ttl: int) -> bool: ...
+
+
+_store: CredentialStore | None = None
+
+
+def credential_store_register(store: CredentialStore) -> None:
+    """Called from an upper app's AppConfig.ready() (boards/apps.py)."""
+    global _store
+    _store = store
+
+
+def credential_store() -> CredentialStore:
+    if _store is None:
+        raise RuntimeError("no credential store registered (boards/apps.py registers rediskit/credentials.py)")
+    return _store
 
 
 @dataclass(frozen=True)
@@ -132,6 +164,40 @@ class ServerKeyAuthentication(BaseAuthentication):
         return 'HMAC-SHA256 realm="leaderboard"'
 
 
+class RedisUnreachable(ApiError):
+    """A write whose safety rests on Redis (the replay check of minting, a token revocation's
+    mirror) while Redis is unreachable: refused, nothing changed (docs/api.md §14)."""
+
+    code = "redis_unavailable"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+        self.wait = 1  # DRF's exception handler answers it as Retry-After
+
+
+def signature_use_once(request: Request) -> None:
+    """Mark a signed request's signature as served; refuse one served before (docs/api.md §3.1,
+    "Requests that mint credentials"). For the requests that mint credentials: a captured one
+    replayed within its 300 s would otherwise hand its sender a fresh token or login link.
+
+    SET NX in Redis, kept until the signature's timestamp is out of the window anyway. With
+    Redis unreachable the request is refused (503): a replay check that silently passes would be
+    no check. Call it after everything else that can refuse the request, right before minting,
+    so a refused request (an unknown player, say) can be sent again as it was."""
+    key = request.auth
+    assert isinstance(key, ServerKey), "only for signed requests (ServerKeyAuthentication)"
+    t, v1 = _parse_signature(request.META["HTTP_X_SIGNATURE"])
+    ttl = max(1, math.ceil(t + settings.SIGNATURE_MAX_SKEW_SECONDS - time.time()) + 1)
+    fresh = credential_store().signature_claim(key.key_id, v1, ttl)
+    if fresh is None:
+        # a replay check that silently passed would be no check
+        raise RedisUnreachable("cannot check this signature against replays now; nothing was made, retry")
+    if not fresh:
+        raise exceptions.AuthenticationFailed(
+            "this signature was already used: a request that mints credentials is served once; sign a new one"
+        )
+
+
 def server_key_permission(scope: str | None) -> type[BasePermission]:
     """A permission class: a signed request from a key of the URL's game holding `scope`
     (None: any key of the game, whatever its scopes)."""
@@ -156,26 +222,82 @@ def server_key_permission(scope: str | None) -> type[BasePermission]:
 _TOKEN_SALT = "leaderboard.player-token.v1"
 
 
-def make_player_token(game_id: int, player_pk: int, expires_at: datetime, external_id: str | None = None) -> str:
+def make_player_token(
+    game_id: int, player_pk: int, expires_at: datetime, external_id: str | None = None, generation: int = 0
+) -> str:
     """A signed, self-contained token: checking it needs no database read. With the player's
     id (`x`), a read of the player's own board pages needs no id lookup either (docs/reads.md,
-    "The thin path"); tokens without it are checked the same way."""
+    "The thin path"); tokens without it are checked the same way. `generation` (`v`, left out
+    while 0): the player's token generation when it was made; revoking raises the player's, and
+    an older token is refused (player_token_generations)."""
     data: dict[str, object] = {"g": game_id, "p": player_pk, "e": int(expires_at.timestamp())}
     if external_id is not None:
         data["x"] = external_id
+    if generation:
+        data["v"] = generation
     return signing.dumps(data, salt=_TOKEN_SALT)
 
 
 @dataclass(frozen=True)
 class PlayerPrincipal:
     """request.user for a player's bearer token (external_id: the player's id, when the token
-    carries it)."""
+    carries it; generation: the token's, docs/api.md §3.2)."""
 
     game_id: int
     player_pk: int
     is_authenticated: bool = True
     is_staff: bool = False
     external_id: str | None = None
+    generation: int = 0
+
+
+# --- revocation: a generation per player -------------------------------------------------
+#
+# Postgres holds it (PlayerTokenGeneration); Redis mirrors it per player (rediskit/keys.py
+# player_tokens_key, through the credential store)
+# so that checking it costs one GET, or nothing extra on the thin path, whose board script reads
+# it in the read's own round trip (page.lua, friends.lua). Revoking writes the mirror before its
+# transaction commits (services.player_tokens_revoke), so the next request anywhere sees it. A
+# missing mirror (never set, expired, Redis emptied) is read from Postgres and set again with
+# SET NX, which never lowers a generation a revocation wrote meanwhile. Redis unreachable:
+# Postgres answers.
+
+
+def _generations_durable(pks: list[int]) -> dict[int, int]:
+    """Each existing player's generation from Postgres (0 without a row); players that do not
+    exist are left out."""
+    found = dict.fromkeys(Player.objects.filter(pk__in=pks).values_list("pk", flat=True), 0)
+    found.update(PlayerTokenGeneration.objects.filter(player_id__in=found).values_list("player_id", "generation"))
+    return found
+
+
+def player_token_generations(pks: list[int]) -> dict[int, int]:
+    """The current token generation of each of these players (one MGET; Postgres for those
+    Redis does not hold, or for all when it is unreachable). A player that does not exist is
+    left out: its tokens are refused."""
+    if not pks:
+        return {}
+    out = credential_store().generations(pks)
+    if out is None:
+        return _generations_durable(pks)
+    missing = [pk for pk in pks if pk not in out]
+    if missing:
+        durable = _generations_durable(missing)
+        player_token_generations_mirror(durable)
+        out.update(durable)
+    return out
+
+
+def player_token_generations_mirror(generations: dict[int, int]) -> None:
+    """Mirror these generations (read from Postgres) where Redis holds none; a revocation's
+    newer number written meanwhile stays. Redis unreachable: nothing (the readers ask Postgres)."""
+    credential_store().generations_fill(generations, settings.PLAYER_TOKEN_TTL_SECONDS)
+
+
+def player_token_current(principal: PlayerPrincipal) -> bool:
+    """Whether the token's player exists and has not revoked tokens of the token's generation."""
+    current = player_token_generations([principal.player_pk]).get(principal.player_pk)
+    return current is not None and principal.generation >= current
 
 
 # Checked tokens, per process: a token is immutable, so checking its signature once is enough;
@@ -184,7 +306,9 @@ _TOKENS_MAX = 20_000
 _tokens: dict[str, tuple[int, PlayerPrincipal]] = {}
 
 
-def player_from_token(token: str) -> PlayerPrincipal | None:
+def player_from_token(token: str, *, check_revoked: bool = True) -> PlayerPrincipal | None:
+    """The token's player, or None for a token that is invalid, expired or (unless the caller
+    checks that itself: the thin path, in its board script) revoked."""
     hit = _tokens.get(token)
     if hit is None:
         try:
@@ -198,12 +322,15 @@ def player_from_token(token: str) -> PlayerPrincipal | None:
             game_id=int(data["g"]),
             player_pk=int(data["p"]),
             external_id=external if isinstance(external, str) else None,
+            generation=int(data.get("v", 0)),
         )
         hit = (int(data.get("e", 0)), principal)
         if len(_tokens) >= _TOKENS_MAX:
             _tokens.clear()
         _tokens[token] = hit
     if hit[0] < time.time():
+        return None
+    if check_revoked and not player_token_current(hit[1]):
         return None
     return hit[1]
 
@@ -216,7 +343,7 @@ class PlayerTokenAuthentication(BaseAuthentication):
         token = header[len("Bearer ") :].strip()
         principal = player_from_token(token)
         if principal is None:
-            raise exceptions.AuthenticationFailed("the bearer token is invalid or expired")
+            raise exceptions.AuthenticationFailed("the bearer token is invalid, expired or revoked")
         return principal, token
 
     def authenticate_header(self, request: Request) -> str:

@@ -390,6 +390,20 @@ class LoginLinkUse(models.Model):
         return f"{self.nonce} -> {self.user_id}"
 
 
+class PlayerTokenGeneration(models.Model):
+    """A player's bearer-token generation (docs/api.md §3.2, "Revoking"): a token carries the
+    generation current when it was made, and one older than this row's is refused. No row:
+    generation 0, nothing revoked yet. Revoking adds one in a single upsert; Redis mirrors the
+    number per player for the hot reads (rediskit/keys.py player_tokens_key)."""
+
+    player = models.OneToOneField(Player, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    generation = models.PositiveIntegerField()
+    revoked_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.player_id}: generation {self.generation}"
+
+
 class Pending(models.Model):
     """Matches committed by ingest that the projector has not applied yet (scores/projection).
 

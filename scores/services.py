@@ -1,6 +1,6 @@
 """Writes of the durable store that are neither ingest (scores/ingest/), the projector
 (scores/projection/) nor moderation (scores/recompute.py): server keys, configuration as code,
-players' tokens and friend lists."""
+players' tokens (and their revocation) and friend lists."""
 
 from __future__ import annotations
 
@@ -16,9 +16,27 @@ from django.utils import timezone
 
 from leaderboard_project.errors import ApiError
 from scores import encoding, pgarrays
-from scores.auth import make_player_token, server_key_secret, server_keys_changed
+from scores.auth import (
+    RedisUnreachable,
+    credential_store,
+    make_player_token,
+    player_token_generations_mirror,
+    server_key_secret,
+    server_keys_changed,
+)
 from scores.config import ConfigError, GameSpec
-from scores.models import Board, Friendship, Game, Player, PlayerValue, Region, Result, Season, ServerKey
+from scores.models import (
+    Board,
+    Friendship,
+    Game,
+    Player,
+    PlayerTokenGeneration,
+    PlayerValue,
+    Region,
+    Result,
+    Season,
+    ServerKey,
+)
 from scores.send import send_on_commit
 from scores.signals import boards_resharded, friends_changed
 
@@ -204,9 +222,45 @@ MAX_FRIENDS = 1000
 
 
 def player_token_issue(*, player: Player) -> tuple[str, datetime]:
-    """A bearer token with which the game client reads as this player (docs/api.md §3.2)."""
+    """A bearer token with which the game client reads as this player (docs/api.md §3.2), of
+    the player's current token generation (a revocation committed before this read is not
+    undone by it; one committing meanwhile refuses the new token too, the safe side)."""
     expires_at = timezone.now() + timedelta(seconds=settings.PLAYER_TOKEN_TTL_SECONDS)
-    return make_player_token(player.game_id, player.pk, expires_at, player.external_id), expires_at
+    generation = (
+        PlayerTokenGeneration.objects.filter(player_id=player.pk).values_list("generation", flat=True).first() or 0
+    )
+    # the thin path's board script then finds the generation from the token's first read on
+    player_token_generations_mirror({player.pk: generation})
+    token = make_player_token(player.game_id, player.pk, expires_at, player.external_id, generation)
+    return token, expires_at
+
+
+def player_tokens_revoke(*, player: Player) -> int:
+    """Revoke every bearer token made for this player so far (docs/api.md §3.2): the next
+    request with one of them is refused, on every path, in every process. Returns the new
+    generation; tokens made from now on carry it.
+
+    One upsert adds one to the generation (no read-then-write: two revocations at once make
+    two generations). Redis' mirror is written inside the transaction, while the upsert holds
+    the row: mirrors are written in generation order, and a revocation Redis did not take is
+    rolled back (503) rather than committed unseen by the readers. A commit failing after the
+    mirror was written leaves the mirror one ahead: the player's tokens are refused until the
+    next revocation or the mirror's expiry, the safe side."""
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO scores_playertokengeneration (player_id, generation, revoked_at)
+            VALUES (%s, 1, now())
+            ON CONFLICT (player_id) DO UPDATE
+                SET generation = scores_playertokengeneration.generation + 1, revoked_at = now()
+            RETURNING generation
+            """,
+            [player.pk],
+        )
+        generation = cur.fetchone()[0]
+        if not credential_store().generation_set(player.pk, generation, settings.PLAYER_TOKEN_TTL_SECONDS):
+            raise RedisUnreachable("cannot revoke now: Redis is unreachable; nothing changed, retry")
+    return generation
 
 
 def friends_replace(*, game: Game, player_id: str, friends: Sequence[str]) -> list[str]:

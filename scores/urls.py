@@ -14,4 +14,9 @@ urlpatterns = [
         players.PlayerLoginLinkApi.as_view(),
         name="players-login-link",
     ),
+    path(
+        "games/<str:game>/players/<str:player>/tokens/revoke",
+        players.PlayerTokensRevokeApi.as_view(),
+        name="players-tokens-revoke",
+    ),
 ]

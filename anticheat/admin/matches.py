@@ -23,9 +23,11 @@ from anticheat.admin.voiding import ModerationMixin, ReasonForm
 from anticheat.services import Actor, player_erase
 from scores import encoding, windows
 from scores.admin import MatchAdmin, PlayerAdmin, ResultInline
+from scores.auth import RedisUnreachable
 from scores.models import Board, Game, Match, Player, Result, ServerKey
 from scores.scoping import game_scope
 from scores.selectors import durable_standings, game_config
+from scores.services import player_tokens_revoke
 
 PLAYERS_PER_SEARCH = 1000  # players a name prefix may match in one search
 RESULTS_PER_BOARD = 20  # on a player's page
@@ -179,7 +181,7 @@ admin.site.unregister(Player)
 class PlayerModerationAdmin(PlayerAdmin):
     fields = ("game", "external_id", "display_name", "created_at", "current_ranks", "results_by_board")
     readonly_fields = (*PlayerAdmin.readonly_fields, "current_ranks", "results_by_board")
-    actions = ["erase"]
+    actions = ["erase", "revoke_tokens"]
 
     def has_moderate_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("anticheat.moderate_match")
@@ -209,6 +211,18 @@ class PlayerModerationAdmin(PlayerAdmin):
                 "opts": self.model._meta,
             },
         )
+
+    @admin.action(description="Revoke selected players' bearer tokens (docs/api.md §3.2)", permissions=["moderate"])
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[Player]) -> None:
+        revoked = 0
+        for player in queryset:
+            try:
+                player_tokens_revoke(player=player)
+            except RedisUnreachable as exc:
+                self.message_user(request, f"Stopped after {revoked} player(s): {exc.message}", messages.ERROR)
+                return
+            revoked += 1
+        self.message_user(request, f"Revoked the tokens of {revoked} player(s).", messages.SUCCESS)
 
     @admin.display(description="current rank per board and window")
     def current_ranks(self, obj: Player) -> str:

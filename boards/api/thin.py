@@ -3,8 +3,9 @@ token reading its own standing or its own friends board, on a board served by on
 
 Such a read is answered here without DRF's per-request machinery (the Request wrapper, the
 authentication classes tried in turn, the throttle and permission objects, the renderer): the
-token is checked from this process's cache, the rate limits are counted in the board script's
-own round trip, and the body is the same dict the DRF view builds, written by json_bytes.
+token's signature is checked from this process's cache, its revocation (docs/api.md §3.2) and
+the rate limits in the board script's own round trip, and the body is the same dict the DRF
+view builds, written by json_bytes.
 Anything else, and anything unusual about these (another player, a signature, a sharded board
 or a cluster, odd parameters, Redis unreachable), returns None and the DRF view answers as
 before, so every error and every degraded answer keeps its one implementation.
@@ -126,7 +127,8 @@ def _own_read(request: HttpRequest, game: str, board: str, player: str) -> tuple
     header = meta.get("HTTP_AUTHORIZATION", "")
     if not header.startswith("Bearer ") or "HTTP_X_KEY_ID" in meta or "HTTP_X_SIGNATURE" in meta:
         return None  # a signed request is the server key's (DRF tries that first)
-    user = player_from_token(header[len("Bearer ") :].strip())
+    # revocation is checked by the board script, in the read's own round trip (_counted)
+    user = player_from_token(header[len("Bearer ") :].strip(), check_revoked=False)
     if user is None:
         return None
     cfg = cached_board(game, board_slug=board)
@@ -157,13 +159,15 @@ def _counted(
     user: PlayerPrincipal, request: HttpRequest, read: Callable[[list[str], list[int]], list[Any]]
 ) -> tuple[list[Any] | None, HttpResponse | None]:
     """The script's reply with the rate limits counted in it, or the 429; (None, None) when
-    Redis is unreachable (the DRF view then answers from Postgres)."""
+    Redis is unreachable (the DRF view then answers from Postgres) or the script did not
+    confirm the token (revoked, or its generation not in Redis: the DRF view's authentication
+    refuses it, or asks Postgres)."""
     throttle = PlayerReadThrottle()
     now = throttle.clock()
     limits, counters, args = throttle.counters(_Throttled(user, request), now)
     try:
         reply = read(counters, args)
-    except REDIS_DOWN:
+    except (*REDIS_DOWN, selectors.TokenUnconfirmed):
         return None, None
     if limits and len(reply) == 1:
         throttle.verdict(limits, int(reply[0]), now)
@@ -180,11 +184,12 @@ def standing(request: HttpRequest, game: str, board: str, player: str) -> HttpRe
         return None
     user, cfg = own
     pk, around = user.player_pk, q["around"]
+    guard = (pk, user.generation)
     reply, refused = _counted(
         user,
         request,
         lambda counters, limits: selectors.standing_reply(
-            cfg, window=window, pk=pk, around=around, counters=counters, limits=limits
+            cfg, window=window, pk=pk, around=around, counters=counters, limits=limits, token=guard
         ),
     )
     if refused is not None or reply is None:
@@ -202,12 +207,13 @@ def friends(request: HttpRequest, game: str, board: str, player: str) -> HttpRes
         return None
     user, cfg = own
     pk = user.player_pk
+    guard = (pk, user.generation)
     # the friend list, the board and the profiles in one round trip (friends.lua)
     reply, refused = _counted(
         user,
         request,
         lambda counters, limits: selectors.friends_reply(
-            cfg, window=window, members=[pk], counters=counters, limits=limits, own_list=True
+            cfg, window=window, members=[pk], counters=counters, limits=limits, own_list=True, token=guard
         ),
     )
     if refused is not None or reply is None:

@@ -8,7 +8,9 @@ KEYS[2]  the index's built marker: missing (Redis restarted empty, not rebuilt y
 KEYS[3 .. 2 + n]  optional (n = ARGV[4]): rate-limit counters, as throttle.lua takes them, so a
          throttled read costs one round trip (boards/api/thin.py folds a player's own friends
          read into it)
-KEYS[3 + n]  optional: the player's friend list (keys.friend_list_key: member ids joined by
+KEYS[3 + n]  with a token guard (ARGV[6] not empty): the player's token generation
+         (keys.player_tokens_key)
+KEYS[3 + n]  (KEYS[4 + n] after a token guard) optional: the player's friend list (keys.friend_list_key: member ids joined by
          ","), so the read needs no round trip of its own for it. Given, the members are
          ARGV's (the player) followed by the list's; the list missing (expired, forgotten
          after a change), the script returns {"nolist"} once the counters are counted
@@ -19,10 +21,14 @@ ARGV[4]  n, the number of counter keys
 ARGV[5]  the board window's profile key prefix (keys.profile_key_prefix), or "": each found
          member's cached profile is read too (keys.profile_key: prefix .. member .. ":" ..
          encoded), so a read whose process has not seen those profiles needs no MGET
-ARGV[6 + 2i - 2], ARGV[6 + 2i - 1]  for counter i: requests allowed per window, window seconds
-ARGV[6 + 2n ..] members: the player and their friends (with a friend list: the player)
+ARGV[6]  a player token's generation, or "" for no token guard (boards/api/thin.py: the token
+         is checked against revocation in the read's own round trip, docs/api.md §3.2)
+ARGV[7 + 2i - 2], ARGV[7 + 2i - 1]  for counter i: requests allowed per window, window seconds
+ARGV[7 + 2n ..] members: the player and their friends (with a friend list: the player)
 
-Returns {exceeded} (one number: the 1-based index of the first limit exceeded) when a limit
+Returns {"revoked"} when the player's generation is newer than the token's, {"tokenunknown"}
+when Redis does not hold the player's generation (the caller asks Postgres), both before
+counting anything; {exceeded} (one number: the 1-based index of the first limit exceeded) when a limit
 refuses the request, without reading the board; otherwise a flat list, one group of six per
 member that has a score:
   {member, score, above, better, group, profile, ...}
@@ -36,15 +42,27 @@ member of such a group two ZCOUNTs and the group's ZRANGEBYSCORE; on shared boar
 more per distinct value among them; the profiles in one MGET at the end.
 ]]
 local n = tonumber(ARGV[4])
--- the rate limits first, exactly as throttle.lua counts them
+local list_at = 3 + n
+-- the token guard first: a revoked token counts against no limit
+if ARGV[6] ~= '' then
+  local current = redis.call('GET', KEYS[3 + n])
+  if not current then
+    return {'tokenunknown'}
+  end
+  if tonumber(current) > tonumber(ARGV[6]) then
+    return {'revoked'}
+  end
+  list_at = 4 + n
+end
+-- then the rate limits, exactly as throttle.lua counts them
 local exceeded = 0
 for i = 1, n do
   local count = redis.call('INCR', KEYS[2 + i])
-  local seconds = tonumber(ARGV[5 + 2 * i])
+  local seconds = tonumber(ARGV[6 + 2 * i])
   if count == 1 then
     redis.call('EXPIRE', KEYS[2 + i], seconds + 1)
   end
-  if count > tonumber(ARGV[4 + 2 * i]) and exceeded == 0 then
+  if count > tonumber(ARGV[5 + 2 * i]) and exceeded == 0 then
     exceeded = i
   end
 end
@@ -60,8 +78,8 @@ local group_cap = tonumber(ARGV[2])
 local shared = ARGV[3] == '1'
 local prefix = ARGV[5]
 local members = {}
-for i = 6 + 2 * n, #ARGV do members[#members + 1] = ARGV[i] end
-local list_key = KEYS[3 + n]
+for i = 7 + 2 * n, #ARGV do members[#members + 1] = ARGV[i] end
+local list_key = KEYS[list_at]
 if list_key then
   local list = redis.call('GET', list_key)
   if not list then

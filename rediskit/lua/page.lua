@@ -5,19 +5,25 @@ the last tie-break of docs/api.md §6 (player id) and shared ranks.
 KEYS[1]  the board window's sorted set
 KEYS[2]  the index's built marker (rediskit/keys.py BUILT_MARKER): while it is missing (Redis
          restarted empty, a rebuild under way) the board may be partial, and the script says so
-KEYS[3..] optional: rate-limit counters, as throttle.lua takes them, so a throttled read costs
-         one round trip (boards/api/players.py folds a player's own rank read into it)
+KEYS[3..] optional: with a token guard (ARGV[7] not empty), first the player's token generation
+         (keys.player_tokens_key); then rate-limit counters, as throttle.lua takes them, so a
+         throttled read costs one round trip (boards/api/players.py folds a player's own rank
+         read into it)
 ARGV[1]  mode: "range" (ARGV[2], ARGV[3] = first and last 0-based position, inclusive)
                "member" (ARGV[2] = member, ARGV[3] = how many neighbours on each side)
 ARGV[4]  2^TIME_BITS as a decimal string (the value part of a score is floor(score / ARGV[4]))
 ARGV[5]  maximum members returned per group of identical scores at the page's edges
 ARGV[6]  "1" on a board with shared ranks: count `better` for every value on the page;
          otherwise only for the member's own value (its percentile needs it)
-ARGV[5 + 2i], ARGV[6 + 2i]  for counter KEYS[2 + i]: requests allowed per window, window seconds
+ARGV[7]  a player token's generation, or "" for no token guard (boards/api/thin.py: the token
+         is checked against revocation in the read's own round trip, docs/api.md §3.2)
+ARGV[6 + 2i], ARGV[7 + 2i]  for the i-th counter key: requests allowed per window, window seconds
 
-Returns {exceeded} (one element: the 1-based index of the first limit exceeded) when a limit
-refuses the request, without reading the board; {"unbuilt", 0} when the marker is missing;
-otherwise
+Returns {"revoked"} when the player's generation is newer than the token's, {"tokenunknown"}
+when Redis does not hold the player's generation (the caller asks Postgres), both before
+counting anything; {exceeded} (one element: the 1-based index of the first limit exceeded) when
+a limit refuses the request, without reading the board; {"unbuilt", 0} when the marker is
+missing; otherwise
 
         {total, above_first, page, edges, better, my_score}
   total        ZCARD
@@ -29,16 +35,28 @@ otherwise
   my_score     the member's score (mode "member"), false if it is not on the board
 Scores travel as the strings Redis gives, never through Lua's number formatting.
 ]]
--- the rate limits first, exactly as throttle.lua counts them
+-- the token guard first: a revoked token counts against no limit
+local first_counter = 3
+if ARGV[7] ~= '' then
+  local current = redis.call('GET', KEYS[3])
+  if not current then
+    return {'tokenunknown'}
+  end
+  if tonumber(current) > tonumber(ARGV[7]) then
+    return {'revoked'}
+  end
+  first_counter = 4
+end
+-- then the rate limits, exactly as throttle.lua counts them
 local exceeded = 0
-for i = 3, #KEYS do
-  local n = i - 2
+for i = first_counter, #KEYS do
+  local n = i - first_counter + 1
   local count = redis.call('INCR', KEYS[i])
-  local seconds = tonumber(ARGV[6 + 2 * n])
+  local seconds = tonumber(ARGV[7 + 2 * n])
   if count == 1 then
     redis.call('EXPIRE', KEYS[i], seconds + 1)
   end
-  if count > tonumber(ARGV[5 + 2 * n]) and exceeded == 0 then
+  if count > tonumber(ARGV[6 + 2 * n]) and exceeded == 0 then
     exceeded = n
   end
 end

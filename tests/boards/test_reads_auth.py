@@ -72,6 +72,6 @@ def test_a_player_token_lives_24_hours(server: SignedClient, game) -> None:
     refused = minted(timedelta(hours=24, seconds=1)).get(URL + "/boards/rating/players/p1")
     assert refused.status_code == 401
     assert refused.json() == {
-        "error": {"code": "authentication_failed", "message": "the bearer token is invalid or expired"}
+        "error": {"code": "authentication_failed", "message": "the bearer token is invalid, expired or revoked"}
     }
     assert minted(timedelta(hours=23, minutes=59)).get(URL + "/boards/rating/players/p1").status_code == 200

@@ -24,8 +24,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 LINK = "/api/v1/games/chess/players/{}/login-link"
 
 
-def make_link(server: SignedClient, player: str) -> str:
-    response = server.post(LINK.format(player))
+def make_link(server: SignedClient, player: str, query: str = "") -> str:
+    """A link, as a game's server asks for one. `query`: a nonce that makes two requests for the
+    same player within one second two requests, not one sent twice (docs/api.md §3.1)."""
+    response = server.post(LINK.format(player) + query)
     assert response.status_code == 200, response.content
     body = response.json()
     assert set(body) == {"url", "expires_at"}
@@ -60,7 +62,7 @@ def test_a_login_link_signs_a_new_visitor_in_as_the_player_once(ranked) -> None:
 def test_a_second_link_signs_in_the_same_user(ranked) -> None:
     Client().post(make_link(ranked, "cy"))
     other = Client()
-    assert other.post(make_link(ranked, "cy")).status_code == 302
+    assert other.post(make_link(ranked, "cy", query="?nonce=2")).status_code == 302
     assert get_user_model().objects.count() == 1
     assert "Signed in as" in other.get(BOARD).content.decode()
 
@@ -69,8 +71,9 @@ def test_a_signed_in_user_links_their_account_to_the_player(ranked) -> None:
     user = get_user_model().objects.create_user(username="someone", password="pw-pages-1")
     browser = Client()
     browser.force_login(user)
-    assert "your account will play as this player" in browser.get(make_link(ranked, "bo")).content.decode()
-    assert browser.post(make_link(ranked, "bo")).status_code == 302
+    path = make_link(ranked, "bo")
+    assert "your account will play as this player" in browser.get(path).content.decode()
+    assert browser.post(path).status_code == 302
     assert PlayerAccount.objects.get(user=user).player.external_id == "bo"
     # the same user cannot take a second player of the game; nothing changes
     before = state()
@@ -154,3 +157,61 @@ def test_the_login_page_documents_the_demo_sign_in(game) -> None:
     GameFactory(slug="demo")
     html = Client().get("/accounts/login/").content.decode()
     assert "player-000001" in html and "<code>demo</code>" in html
+
+
+# --- players only: never a staff account (docs/players.md, "One-time login links") ----------
+
+
+def staff_user(kind: str):  # noqa: ANN201 (a user)
+    User = get_user_model()
+    if kind == "superuser":
+        return User.objects.create_superuser(username="root", password="pw-pages-1")
+    return User.objects.create_user(username="mod", password="pw-pages-1", is_staff=True)
+
+
+def opens_the_admin(browser: Client) -> bool:
+    response = browser.get("/admin/")
+    if response.status_code == 302:
+        assert response["Location"].startswith("/admin/login/")
+        return False
+    return response.status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["staff", "superuser"])
+def test_a_link_for_a_player_linked_to_a_staff_account_never_yields_a_staff_session(ranked, kind) -> None:
+    """A link made before this rule (or an account promoted since) links the player to a staff
+    user: redeeming a link for that player is refused, and the browser cannot open the admin."""
+    staff = staff_user(kind)
+    cy = Player.objects.get(external_id="cy")
+    PlayerAccount.objects.create(user=staff, game_id=cy.game_id, player=cy)  # as the old redemption made it
+    path = make_link(ranked, "cy")
+    browser = Client()
+    assert "players only" in browser.get(path).content.decode()
+    before = state()
+    refused = browser.post(path)
+    assert refused.status_code == 403
+    html = refused.content.decode()
+    assert 'data-code="staff"' in html and "never signs anyone in as staff" in html
+    assert "_auth_user_id" not in browser.session
+    assert not opens_the_admin(browser)
+    assert state() == before  # not used up, nothing linked
+
+
+@pytest.mark.parametrize("kind", ["staff", "superuser"])
+def test_a_signed_in_staff_user_is_never_linked_to_a_player(ranked, kind) -> None:
+    staff = staff_user(kind)
+    browser = Client()
+    browser.force_login(staff)
+    path = make_link(ranked, "bo")
+    shown = browser.get(path)
+    html = shown.content.decode()
+    assert 'data-code="staff"' in html and "Sign out" in html and ">Continue<" not in html
+    before = state()
+    refused = browser.post(path)
+    assert refused.status_code == 403 and 'data-code="staff"' in refused.content.decode()
+    assert state() == before and not PlayerAccount.objects.filter(user=staff).exists()
+    # signed out, the same link signs the visitor in as the player, who cannot open the admin
+    browser.logout()
+    assert browser.post(path).status_code == 302
+    assert PlayerAccount.objects.get(player__external_id="bo").user != staff
+    assert not opens_the_admin(browser)
