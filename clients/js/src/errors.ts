@@ -79,6 +79,8 @@ export class TournamentEnded extends Conflict { static override code = "tourname
 /** docs/api.md §4.5: nothing was stored; the same body with the same match_id is safe to retry. */
 export class Overloaded extends ServiceUnavailable { static override code = "overloaded"; }
 export class DatabaseUnavailable extends ServiceUnavailable { static override code = "database_unavailable"; }
+/** docs/api.md §3.1: minting a player token or login link waits for Redis; retry later. */
+export class RedisUnavailable extends ServiceUnavailable { static override code = "redis_unavailable"; }
 
 const STATUS_CLASSES: (typeof ApiError)[] = [
   BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, NotAcceptable, Conflict, PayloadTooLarge,
@@ -89,7 +91,7 @@ const CODE_CLASSES: (typeof ApiError)[] = [
   InvalidCursor, RuleRejected, RegionChanged, NotInTournament, TournamentClosed, NoAttemptsLeft, InvalidQuery,
   NotAuthenticated, AuthenticationFailed, UnknownGame, UnknownBoard, UnknownRegion, UnknownPlayer, UnknownWindow,
   NotFrozen, UnknownVersion, UnknownMatch, UnknownGroup, MatchConflict, MatchVoided, TournamentFull, TournamentEnded, Overloaded,
-  DatabaseUnavailable,
+  DatabaseUnavailable, RedisUnavailable,
 ];
 
 /** Every error code's class (docs/api.md §14) (a status class's own code names it too). */

@@ -217,7 +217,10 @@ export class Client {
   }
 
   async playerToken(player: string): Promise<PlayerToken> {
-    const d = await this.call<{ token: string; expires_at: string }>("POST", this.path(["players", player, "token"]));
+    // a signed minting request is served once (docs/api.md §3.1): the nonce keeps two tokens
+    // asked for the same player within one second two requests
+    const nonce = crypto.randomUUID().replaceAll("-", "");
+    const d = await this.call<{ token: string; expires_at: string }>("POST", this.path(["players", player, "token"], { nonce }));
     return { player, ...d };
   }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -168,7 +169,9 @@ class Api:
         def parse(_s: int, d: JSON) -> PlayerToken:
             return PlayerToken(player, d["token"], datetime.fromisoformat(d["expires_at"].replace("Z", "+00:00")))
 
-        return Call("POST", self._path("players", player, "token"), b"", parse)
+        # a signed minting request is served once (docs/api.md §3.1): the nonce keeps two
+        # tokens asked for the same player within one second two requests
+        return Call("POST", self._path("players", player, "token", nonce=secrets.token_hex(8)), b"", parse)
 
     def set_friends(self, player: str, friends: Iterable[str]) -> Call:
         body = _json({"friends": list(friends)})

@@ -257,6 +257,12 @@ class DatabaseUnavailable(ServiceUnavailable):
     code = "database_unavailable"
 
 
+class RedisUnavailable(ServiceUnavailable):
+    """docs/api.md §3.1: minting a player token or login link waits for Redis; retry later."""
+
+    code = "redis_unavailable"
+
+
 def _subclasses(cls: type[ApiError]) -> list[type[ApiError]]:
     out: list[type[ApiError]] = []
     for sub in cls.__subclasses__():
