@@ -63,6 +63,11 @@ def _bench_env() -> dict[str, str]:
         "BENCH_DB_NAME": f"{database['NAME']}_bench",
         "BENCH_REDIS_DB": str(db),
         "LEADERBOARD_IGNORE_LOCAL_SERVICES": "1",  # exactly the servers the tests use
+        # The smoke checks that every scenario runs and counts right, on 2 cores shared with two
+        # other test workers: starved of CPU, the projector fell behind the 500 ms admission bound
+        # and 49 batch requests were refused (overloaded) in one full run. Admission has tests of its
+        # own (tests/scores/test_admission.py); `make bench` keeps the production bound.
+        "ADMISSION_MAX_LAG_MS": "2000",
     }
 
 
