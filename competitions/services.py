@@ -16,7 +16,7 @@ from scores import pgarrays
 from scores.models import Game, Player
 from scores.selectors import BoardConfig, game_config, held_touching_top
 from seasons.models import WindowFreeze
-from seasons.services import window_freeze
+from seasons.services import window_cutoff_lift, window_freeze
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,8 @@ def tournaments_close(*, now: datetime) -> list[str]:
                 if window_freeze(board=board, window="all", reason="tournament ended") is not None:
                     frozen.append(f"{game.slug}/{board.slug}")
             except Exception:
-                # this tournament's alone: the others still end; the next run tries it again
+                # this tournament's alone: the others still end; the next run tries it again,
+                # and until then its late results count (docs/windows.md)
                 log.exception("ending tournament %s/%s failed", game.slug, board.slug)
+                window_cutoff_lift(board, window="all", config=config)
     return frozen

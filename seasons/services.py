@@ -19,8 +19,8 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
-from scores import windows
-from scores.cutoffs import window_cutoff_set
+from scores import locks, windows
+from scores.cutoffs import COUNTS_FROM, window_cutoff_set
 from scores.models import Game
 from scores.projection import pending_apply
 from scores.selectors import BoardConfig, GameConfig, game_config, held_touching_top, window_standings_sql
@@ -98,12 +98,34 @@ def _board_windows_close(board: BoardConfig, *, config: GameConfig, cutoff: date
             if window_freeze(board=board, window=window, reason="window closed") is not None:
                 report.frozen.append(label)
         except Exception as exc:
-            # The freeze rolled back; a cutoff it set stays (the values it kept out must stay
-            # out, or a recompute would disagree with them), so the window takes no results
-            # until a later run freezes it: every run tries again, and the admin shows why.
             log.exception("closing %s failed", label)
             report.failed.append(f"{label}: {type(exc).__name__}: {exc}")
             _close_state(board.id, window, WindowClose.State.FAILED, f"{type(exc).__name__}: {exc}"[:2000])
+            window_cutoff_lift(board, window=window, config=config)
+
+
+def window_cutoff_lift(board: BoardConfig, *, window: str, config: GameConfig) -> bool:
+    """After a first freeze failed: take back the cutoff it set, so the window takes results
+    again until a later run freezes it. Only while no match arrived for the window since the
+    cutoff: the projector applied such a match without the window, and the values must keep
+    agreeing with the cutoff rule (scores/cutoffs.py); then the cutoff stays and the next run's
+    freeze uses it. Nothing when the window is frozen. Returns whether the cutoff was lifted."""
+    start, end = windows.bounds(window, config.timezone_of(window), config.seasons) or (None, None)
+    with transaction.atomic(), connection.cursor() as cur:
+        # under the ingest lock, as the cutoff was set: no match is stamped on either side meanwhile
+        locks.ingest_lock_exclusive(board.game_id)
+        cur.execute(
+            f"""
+            DELETE FROM scores_windowcutoff c WHERE c.board_id = %s AND c."window" = %s
+              AND NOT EXISTS (SELECT 1 FROM seasons_windowfreeze f
+                              WHERE f.board_id = c.board_id AND f."window" = c."window")
+              AND NOT EXISTS (SELECT 1 FROM scores_result r JOIN scores_match m ON m.id = r.match_id
+                              WHERE r.board_id = c.board_id AND m.status <> 'voided' AND {COUNTS_FROM} >= c.cut_at
+                                AND (%s::timestamptz IS NULL OR (r.ended_at >= %s AND r.ended_at < %s)))
+            """,
+            [board.id, window, start, start, end],
+        )
+        return cur.rowcount == 1
 
 
 def held_blocking(board: BoardConfig, *, window: str, seasons: tuple[windows.SeasonSpan, ...]) -> str:

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from rediskit import keys
 from rediskit.client import get_redis
-from scores.models import Board, Match, PlayerValue, Result
+from scores.models import Board, Match, PlayerValue, Result, WindowCutoff
 from scores.selectors import cached_board, config_cache_clear
 from seasons import services
 from seasons.models import StandingChange, WindowClose, WindowFreeze
@@ -236,6 +236,10 @@ def test_one_games_failed_freeze_leaves_every_other_game_closing(day, settings) 
     assert_error(Client().get(URL + f"/boards/rating/standings/daily:{DAY}"), 404, "not_frozen")
     failed = WindowClose.objects.get(board__game__slug="chess", board__slug="rating", window=f"daily:{DAY}")
     assert failed.state == WindowClose.State.FAILED and "KeyError" in failed.detail
+    # the failed window is not left cut off: a late result still counts in it
+    assert not WindowCutoff.objects.filter(board__game__slug="chess", window=f"daily:{DAY}").exists()
+    submit(day, "late", [{"player": "late", "board": "rating", "score": 1}], at=f"{DAY}T23:00:00Z")
+    assert "late" in [e["player"] for e in top(f"daily:{DAY}")]
     with pytest.raises(CommandError, match="window.s. failed to close"):
         call_command("close_windows", now=AFTER_GRACE.isoformat(), stdout=io.StringIO(), stderr=io.StringIO())
 
@@ -243,4 +247,32 @@ def test_one_games_failed_freeze_leaves_every_other_game_closing(day, settings) 
     config_cache_clear()
     again = services.windows_close(now=AFTER_GRACE + timedelta(minutes=1))
     assert f"chess/rating daily:{DAY}" in again.frozen and again.failed == []
-    assert standings(f"daily:{DAY}")["total"] == 10
+    assert standings(f"daily:{DAY}")["total"] == 11
+
+
+def top(window: str) -> list[dict]:
+    response = Client().get(URL + "/boards/rating/top", {"window": window, "limit": 100})
+    assert response.status_code == 200, response.content
+    return response.json()["entries"]
+
+
+def test_a_failed_freeze_keeps_its_cutoff_only_if_a_result_arrived_under_it(day) -> None:
+    """A result received while a failed freeze's cutoff stood was applied without the window:
+    then the cutoff stays (the values keep agreeing with it) and the next freeze uses it; with no
+    such result it is lifted (docs/windows.md)."""
+    from scores.cutoffs import window_cutoff_set
+    from scores.selectors import cached_game_config
+
+    board = cached_board("chess", board_slug="rating")
+    config = cached_game_config("chess")
+    window_cutoff_set(game_id=board.game_id, board_id=board.id, window=f"daily:{DAY}")
+    assert services.window_cutoff_lift(board, window=f"daily:{DAY}", config=config)
+    assert not WindowCutoff.objects.filter(board_id=board.id, window=f"daily:{DAY}").exists()
+
+    window_cutoff_set(game_id=board.game_id, board_id=board.id, window=f"daily:{DAY}")
+    submit(day, "kept-out", [{"player": "kept", "board": "rating", "score": 500}], at=f"{DAY}T23:00:00Z")
+    assert "kept" not in [e["player"] for e in top(f"daily:{DAY}")]
+    assert not services.window_cutoff_lift(board, window=f"daily:{DAY}", config=config)
+    assert WindowCutoff.objects.filter(board_id=board.id, window=f"daily:{DAY}").exists()
+    services.windows_close(now=AFTER_GRACE)
+    assert "kept" not in [e["player"] for e in standings(f"daily:{DAY}")["entries"]]
