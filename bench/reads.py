@@ -232,6 +232,8 @@ def server_env() -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "bench_settings",
         "THROTTLE_PLAYER_READS": THROTTLE_RATE,
         "THROTTLE_ADDRESS_READS": THROTTLE_RATE,
+        "THROTTLE_PUBLIC_READS": THROTTLE_RATE,  # nginx's limit on the cached reads too (scripts/web.py)
+        "THROTTLE_WEBSOCKETS": THROTTLE_RATE,
         # group commit as `make run` has it (scripts/run.py): the append service, a socket per run
         "WEB_APPEND_SERVICE": "1",
         "WEB_APPEND_SOCKET": str(Path(tempfile.gettempdir()) / f"leaderboard-bench-append-{os.getpid()}.sock"),

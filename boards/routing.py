@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
+from asgiref.sync import sync_to_async
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
@@ -13,6 +14,7 @@ from django.conf import settings
 from django.urls import re_path
 
 from boards.consumers import SERVER_SEND, BoardConsumer, NotFoundConsumer
+from leaderboard_project.limits import address_limit_hit, websocket_client_address, websocket_rate_limited_body
 from scores.selectors import origin_allowed
 
 _GAME_PATH = re.compile(r"^/ws/games/(?P<game>[^/]+)/")
@@ -63,9 +65,38 @@ class ServerSend:
         return await self.application({**scope, SERVER_SEND: send}, receive, send)
 
 
+class HandshakeLimit:
+    """THROTTLE_WEBSOCKETS per client address (leaderboard_project/limits.py), before anything
+    else looks at the handshake: over it, the handshake is answered HTTP 429 with Retry-After
+    and the error body of docs/api.md §14 (the ASGI server's `websocket.http.response`
+    extension, which uvicorn has), never accepted. A server without the extension can only
+    refuse it plainly (its 403)."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if scope["type"] == "websocket":
+            hit = sync_to_async(address_limit_hit, thread_sensitive=False)  # the sync Redis client
+            address = websocket_client_address(scope)
+            retry_after = await hit(scope="websockets", rate=settings.THROTTLE_WEBSOCKETS, address=address)
+            if retry_after is not None:
+                await receive()  # websocket.connect: the handshake, answered below instead of accepted
+                if "websocket.http.response" not in scope.get("extensions", {}):
+                    return await send({"type": "websocket.close"})
+                headers = [(b"content-type", b"application/json"), (b"retry-after", str(retry_after).encode())]
+                await send({"type": "websocket.http.response.start", "status": 429, "headers": headers})
+                body = websocket_rate_limited_body(retry_after)
+                return await send({"type": "websocket.http.response.body", "body": body})
+        return await self.application(scope, receive, send)
+
+
 def websocket_application(*, gauge: Callable[[Any], Any] | None = None) -> ServerSend:
-    """The origin check, then the session (scope["user"]), then the routes; `gauge` (the
+    """The handshake limit per address, the origin check, then the session (scope["user"]),
+    then the routes; `gauge` (the
     project's open-sockets gauge, leaderboard_project/asgi.py) wraps them inside ServerSend, so
     the hub's sends skip it too. boards/ does not import monitoring/, which imports boards/."""
-    routes = BrowserOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), settings.ALLOWED_HOSTS)
+    routes = HandshakeLimit(
+        BrowserOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), settings.ALLOWED_HOSTS)
+    )
     return ServerSend(gauge(routes) if gauge is not None else routes)

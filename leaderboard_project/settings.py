@@ -91,6 +91,8 @@ MIDDLEWARE = [
     # CORS for browser game clients, outside everything that may answer early (a 503, a 413),
     # so a page on an allowed origin can read those too (leaderboard_project/cors.py)
     "leaderboard_project.cors.CorsMiddleware",
+    # public reads per client address, before anything reads a board (leaderboard_project/limits.py)
+    "leaderboard_project.limits.PublicReadLimitMiddleware",
     "leaderboard_project.middleware.BodySizeLimitMiddleware",
     # lagging-tolerant reads to the read replica, and again from the primary if it fails under them
     "leaderboard_project.replicas.ReplicaReadsMiddleware",
@@ -358,6 +360,11 @@ REST_FRAMEWORK: dict[str, Any] = {
         "address_reads": os.environ.get("THROTTLE_ADDRESS_READS", "1200/min"),
     },
 }
+# Public reads (top, histogram, standings, game descriptions, the pages) and websocket
+# handshakes per client address (leaderboard_project/limits.py; scripts/web.py gives nginx the
+# first too); "" turns one off. docs/api.md §15.
+THROTTLE_PUBLIC_READS = os.environ.get("THROTTLE_PUBLIC_READS", "1200/min")
+THROTTLE_WEBSOCKETS = os.environ.get("THROTTLE_WEBSOCKETS", "120/min")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Leaderboard service API",

@@ -5,6 +5,12 @@ import os
 import secrets
 
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+# The suite reads boards and pages from one address (127.0.0.1) thousands of times a minute:
+# the public read and websocket limits per address are raised here, in the environment so the
+# servers a test starts (scripts/web.py's nginx too) inherit them. Tests of those limits set
+# their own (tests/test_read_limits.py).
+os.environ.setdefault("THROTTLE_PUBLIC_READS", "100000000/min")
+os.environ.setdefault("THROTTLE_WEBSOCKETS", "100000000/min")
 # Under pytest-xdist each worker has a Redis db of its own (scripts/services.py TEST_REDIS_DBS;
 # pytest-django gives it a database of its own). Written back to the environment, and the list
 # dropped from it, so that the servers a test starts inherit the worker's db as it is.

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -135,7 +136,62 @@ def max_body_bytes() -> int:
 TOO_LARGE_BODY = '{"error":{"code":"payload_too_large","message":"request body exceeds the limit of %d bytes"}}'
 
 
-def edge_cache_config(cache_dir: Path) -> tuple[str, str]:
+# THROTTLE_PUBLIC_READS' default, as leaderboard_project/settings.py has it (a test holds them equal)
+DEFAULT_PUBLIC_READS = "1200/min"
+RATE_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# The 429 of docs/api.md §14 for nginx's own refusals (its default is an HTML page and 503)
+RATE_LIMITED = '{"error":{"code":"rate_limited","message":"too many requests from this address; retry after %d s"}}'
+
+
+def read_limit() -> tuple[str, int, int] | None:
+    """THROTTLE_PUBLIC_READS (leaderboard_project/limits.py reads the same) as nginx's
+    limit_req takes it: (rate, burst, Retry-After seconds), or None when "" turns it off.
+
+    nginx counts a leaky bucket, not Django's fixed windows: N per period lets a client send N
+    at once (burst N-1 beside the request itself, nodelay) and then one every period/N, so a
+    refused client may retry after period/N seconds, rounded up. Across a long run both allow
+    about N per period."""
+    rate = (os.environ.get("THROTTLE_PUBLIC_READS", DEFAULT_PUBLIC_READS)).strip()
+    if not rate:
+        return None
+    count_text, _, period = rate.partition("/")
+    try:
+        count, seconds = int(count_text), RATE_SECONDS[period.strip()[0]]
+    except (ValueError, KeyError, IndexError):
+        raise SystemExit(f"web: THROTTLE_PUBLIC_READS: {rate!r} is not a rate such as 1200/min") from None
+    if count < 1:
+        raise SystemExit(f"web: THROTTLE_PUBLIC_READS: {rate!r} allows nothing")
+    # nginx takes r/s or r/m in whole numbers: per second when it divides, else per minute
+    # (rounded up: never stricter than the setting)
+    nginx_rate = f"{count // seconds}r/s" if count % seconds == 0 else f"{math.ceil(count * 60 / seconds)}r/m"
+    return nginx_rate, count - 1, max(1, math.ceil(seconds / count))
+
+
+def read_limit_config(limit: tuple[str, int, int] | None) -> tuple[str, str, str]:
+    """The http-level, server-level and location-level parts of the per-address limit on the
+    reads the edge cache answers (docs/reads.md, "Rate limits"): counted before the cache is
+    looked at, so a cached answer counts as any other. Keyed on $binary_remote_addr, the client
+    address realip found (real_ip_config). Empty parts when the limit is off."""
+    if limit is None:
+        return "", "", ""
+    rate, burst, retry_after = limit
+    http = f"""
+    limit_req_zone $binary_remote_addr zone=public_reads:16m rate={rate};
+    limit_req_status 429;
+    limit_req_log_level info;"""
+    server = f"""
+        error_page 429 = @rate_limited;
+        location @rate_limited {{
+            default_type application/json;
+            add_header Retry-After {retry_after} always;
+            add_header Cache-Control no-store always;
+            return 429 '{RATE_LIMITED % retry_after}';
+        }}"""
+    location = "\n            limit_req zone=public_reads" + (f" burst={burst}" if burst else "") + " nodelay;"
+    return http, server, location
+
+
+def edge_cache_config(cache_dir: Path, limit: str = "") -> tuple[str, str]:
     """The http-level and the location-level parts of the edge cache.
 
     A response is kept for what the origin says: top answers carry `X-Accel-Expires: @<second>`
@@ -148,13 +204,14 @@ def edge_cache_config(cache_dir: Path) -> tuple[str, str]:
     One request per key goes to Django when the entry is missing (proxy_cache_lock) or expired
     (use_stale updating: the others get the copy being replaced); the key is the Host and the
     path with its query: these answers are the same for every Origin (`Access-Control-Allow-
-    Origin: *`, leaderboard_project/cors.py), and a preflight (OPTIONS) is never cached."""
+    Origin: *`, leaderboard_project/cors.py), and a preflight (OPTIONS) is never cached.
+    *limit*: read_limit_config's location part, the per-address limit on these reads."""
     http = f"""
     proxy_cache_path {cache_dir} levels=1:2 keys_zone=edge:8m max_size=256m inactive=10m use_temp_path=off;
     map "{EDGE_PRIVATE}" $edge_private {{ "" 0; default 1; }}
     map $upstream_status $edge_not_ok {{ 200 0; default 1; }}"""
     location = f"""
-        location ~ {EDGE_CACHED_PATHS} {{
+        location ~ {EDGE_CACHED_PATHS} {{{limit}
             proxy_pass http://django_wsgi;
             proxy_cache edge;
             proxy_cache_key "$http_host$request_uri";
@@ -237,7 +294,8 @@ def nginx_config(
     # after one refused connect); a failed connect still moves the request to the next one.
     # At the server level: a location with proxy_set_header of its own would not inherit Host & co
     server_keepalive = '\n        proxy_http_version 1.1;\n        proxy_set_header Connection "";' if keepalive else ""
-    cache_http, cache_location = edge_cache_config(edge_cache) if edge_cache is not None else ("", "")
+    limit_http, limit_server, limit_location = read_limit_config(read_limit() if edge_cache is not None else None)
+    cache_http, cache_location = edge_cache_config(edge_cache, limit_location) if edge_cache is not None else ("", "")
     real_ip = real_ip_config(trusted_proxies() if trusted is None else trusted)
     return f"""# written by scripts/web.py
 daemon off;
@@ -260,14 +318,14 @@ http {{
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     # behind a TLS-terminating proxy the request came over https: say so (Django believes it
     # only with DEPLOY_HTTPS=1, which sets SECURE_PROXY_SSL_HEADER; docs/operations.md)
-    map $http_x_forwarded_proto $forwarded_proto {{ default $scheme; https https; }}{cache_http}{real_ip}
+    map $http_x_forwarded_proto $forwarded_proto {{ default $scheme; https https; }}{cache_http}{limit_http}{real_ip}
     server {{
         listen {host}:{port} reuseport;
         error_page 413 = @too_large;
         location @too_large {{
             default_type application/json;
             return 413 '{TOO_LARGE_BODY % limit}';
-        }}
+        }}{limit_server}
         proxy_set_header Host $http_host;
         # the client as realip found it, alone: Django's rule reads it back (its peer, this
         # nginx, is trusted), and nothing the client wrote further left reaches it
@@ -276,6 +334,9 @@ http {{
         location /ws/ {{
             proxy_pass http://django_asgi;
             proxy_http_version 1.1;
+            # a location with proxy_set_header of its own inherits none of the server's: the
+            # client as realip found it again, or the handshake limit would count what it wrote
+            proxy_set_header X-Forwarded-For $remote_addr;
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;
             proxy_read_timeout 1h;
