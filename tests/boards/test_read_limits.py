@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -50,7 +51,7 @@ def test_public_reads_are_limited_per_client_address_in_django(ranked: SignedCli
     for path in (TOP, f"{URL}/boards/rating/histogram", f"{URL}/boards/rating/standings/all", "/api/v1/games"):
         answer = reader.get(path)
         assert_rate_limited(answer.status_code, {"retry-after": answer["Retry-After"]}, answer.content, at_most=30)
-    page = reader.get(f"/games/chess/boards/rating/")
+    page = reader.get("/games/chess/boards/rating/")
     assert page.status_code == 429 and page["Content-Type"].startswith("text/html") and page["Retry-After"] == "30"
     # another address reads on; submissions from the limited one are no public reads
     assert Client(REMOTE_ADDR="192.0.2.11").get(TOP).status_code == 200
@@ -70,7 +71,7 @@ def test_the_default_public_read_limit_is_the_same_for_nginx_and_django() -> Non
     """docs/api.md §15: 1200 public reads a minute per address, both sides reading one default."""
     from leaderboard_project import settings as project_settings
 
-    source = open(project_settings.__file__).read()
+    source = Path(project_settings.__file__).read_text()
     assert f'os.environ.get("THROTTLE_PUBLIC_READS", "{web.DEFAULT_PUBLIC_READS}")' in source
     assert web.DEFAULT_PUBLIC_READS == "1200/min"
     assert 'os.environ.get("THROTTLE_WEBSOCKETS", "120/min")' in source
