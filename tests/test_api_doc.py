@@ -386,6 +386,8 @@ NOT_IN_THE_SCHEMA = {
     "JSON nesting",
     "player token lifetime",
     "player reads",
+    "public reads (top, histogram, standings, game descriptions, the player pages)",
+    "websocket handshakes",
     "client address",
     "failed sign-ins (admin, player pages)",
 }
