@@ -37,7 +37,7 @@ from rediskit.scripts import script
 
 DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-# The public reads of docs/api.md §14.5, by path: the game list and a game's description, a
+# The public reads of docs/api.md §15, by path: the game list and a game's description, a
 # board's top, histogram and standings, and the player web pages (the index and everything
 # under /games/). Only GET and HEAD count; the sign-in pages have their own limit
 # (docs/operations.md, "Sign-in throttling").
