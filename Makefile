@@ -58,14 +58,14 @@ $(VENV)/bin/pip:
 # (clients/python: the demo traffic signs with it, the tests run its suite) is installed editable
 # in a call of its own: an editable install cannot be hash-checked, and --no-deps keeps it from
 # pulling anything the pinned files do not name.
-$(STAMP): requirements.txt clients/python/pyproject.toml | $(VENV)/bin/pip
+$(STAMP): requirements.txt | $(VENV)/bin/pip
 	@echo "==> installing requirements.txt into $(VENV)/" >&2
 	@$(VENV)/bin/pip install --disable-pip-version-check -q --require-hashes -r requirements.txt >&2
 	@$(VENV)/bin/pip install --disable-pip-version-check -q --no-deps -e clients/python >&2
 	@touch $@
 
 # requirements-dev.txt holds requirements.txt's pins too: once it is in, so is the runtime.
-$(DEV_STAMP): requirements-dev.txt requirements.txt clients/python/pyproject.toml | $(VENV)/bin/pip
+$(DEV_STAMP): requirements-dev.txt requirements.txt | $(VENV)/bin/pip
 	@echo "==> installing requirements-dev.txt into $(VENV)/" >&2
 	@$(VENV)/bin/pip install --disable-pip-version-check -q --require-hashes -r requirements-dev.txt >&2
 	@$(VENV)/bin/pip install --disable-pip-version-check -q --no-deps -e clients/python >&2
