@@ -20,17 +20,21 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 VENV_PY := $(VENV)/bin/python
-# Touched after a successful install: requirements.txt newer than it means reinstall.
+# Touched after a successful install: a requirements file newer than its stamp means reinstall.
+# requirements.txt is what the service runs on; requirements-dev.txt adds the tests and tools
+# (both pinned with hashes by pip-compile: docs/dev-environment.md, "Requirements").
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 SERVICES := $(VENV_PY) scripts/services.py
 # pytest-xdist workers for `make test` (at most scripts/services.py TEST_WORKERS): three keep both
 # cores busy while one worker waits on a server it started (docs/dev-environment.md, "Test tiers, workers and the fast loop")
 TEST_WORKERS ?= 3
 
-.PHONY: run test manage lint bench faults clean-local venv browser nginx axe jsclient
+.PHONY: run test manage lint bench faults clean-local venv venv-dev browser nginx axe jsclient
 .DEFAULT_GOAL := run
 
 venv: $(STAMP)
+venv-dev: $(DEV_STAMP)
 
 # `python3 -m venv` fails on Debian/Ubuntu without python3-venv (no ensurepip), leaving a
 # half-made .venv behind: remove it, and as root install the package and try again.
@@ -50,15 +54,27 @@ $(VENV)/bin/pip:
 	fi
 
 # Progress goes to stderr: `make manage` prints only the command's own output on stdout.
+# Every download is checked against its pinned hash (--require-hashes). The game servers' client
+# (clients/python: the demo traffic signs with it, the tests run its suite) is installed editable
+# in a call of its own: an editable install cannot be hash-checked, and --no-deps keeps it from
+# pulling anything the pinned files do not name.
 $(STAMP): requirements.txt | $(VENV)/bin/pip
 	@echo "==> installing requirements.txt into $(VENV)/" >&2
-	@$(VENV)/bin/pip install --disable-pip-version-check -q -r requirements.txt >&2
+	@$(VENV)/bin/pip install --disable-pip-version-check -q --require-hashes -r requirements.txt >&2
+	@$(VENV)/bin/pip install --disable-pip-version-check -q --no-deps -e clients/python >&2
 	@touch $@
+
+# requirements-dev.txt holds requirements.txt's pins too: once it is in, so is the runtime.
+$(DEV_STAMP): requirements-dev.txt requirements.txt | $(VENV)/bin/pip
+	@echo "==> installing requirements-dev.txt into $(VENV)/" >&2
+	@$(VENV)/bin/pip install --disable-pip-version-check -q --require-hashes -r requirements-dev.txt >&2
+	@$(VENV)/bin/pip install --disable-pip-version-check -q --no-deps -e clients/python >&2
+	@touch $@ $(STAMP)
 
 run: venv
 	$(VENV_PY) scripts/run.py
 
-test: venv browser nginx axe jsclient
+test: venv-dev browser nginx axe jsclient
 	@echo "==> ruff check ."; $(VENV)/bin/ruff check .
 	@echo "==> ruff format --check ."; $(VENV)/bin/ruff format --check .
 	@echo "==> mypy against its baseline (scripts/typecheck.py)"; $(VENV_PY) scripts/typecheck.py
@@ -116,16 +132,16 @@ jsclient: axe
 manage: venv
 	@$(SERVICES) exec -- $(VENV_PY) manage.py $(ARGS)
 
-lint: venv
+lint: venv-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
 # Finds or starts PostgreSQL and Redis itself (scripts/services.py), in a database and Redis db of its own.
-bench: venv
+bench: venv-dev
 	$(VENV_PY) -m bench --publish $(ARGS)
 
 # Starts its own PostgreSQL and Redis under .local/faults/ (never the shared ones) and breaks them.
-faults: venv
+faults: venv-dev
 	$(VENV_PY) -m bench.faults $(ARGS)
 
 # Standard library only: works without the virtualenv.

@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -70,6 +71,23 @@ class _Phases:
         self.start = now
 
 
+class DemoRefused(Exception):
+    """The demo may not be loaded here (docs/operations.md, "Production settings")."""
+
+
+DEMO_REFUSED_UNDER_HTTPS = (
+    "DEPLOY_HTTPS=1: refusing to load the demo game, whose 100,000 players all sign in with the "
+    "password 'demo'; a deployment runs without it (DEMO=0 for make run)"
+)
+
+
+def demo_allowed_check() -> None:
+    """Raise DemoRefused on a deployment: DEPLOY_HTTPS=1 marks a public service, where the demo's
+    well-known logins would be anyone's accounts."""
+    if getattr(settings, "DEPLOY_HTTPS", False):
+        raise DemoRefused(DEMO_REFUSED_UNDER_HTTPS)
+
+
 def demo_loaded() -> bool:
     return Player.objects.filter(game__slug=DEMO_SLUG).exists()
 
@@ -93,8 +111,11 @@ def _bar(desc: str, total: int | None, enabled: bool, unit: str = "row"):
 def demo_load(
     *, players: int = 100_000, matches: int = 30_000, seed: int = 1, now: datetime | None = None, progress: bool = True
 ) -> LoadReport:
-    """Load the demo game once. Returns a report with loaded=False if it already had players."""
+    """Load the demo game once. Returns a report with loaded=False if it already had players.
+    Raises DemoRefused under DEPLOY_HTTPS=1, before writing anything."""
     from boards.services import boards_rebuild
+
+    demo_allowed_check()
 
     report = LoadReport()
     started = time.monotonic()
@@ -403,7 +424,9 @@ def _count(values: _Values) -> int:
 
 
 def demo_accounts_heal() -> int:
-    """Logins for the demo players when the data was loaded before demo accounts existed."""
+    """Logins for the demo players when the data was loaded before demo accounts existed.
+    Raises DemoRefused under DEPLOY_HTTPS=1."""
+    demo_allowed_check()
     game_id = Game.objects.filter(slug=DEMO_SLUG).values_list("id", flat=True).first()
     if game_id is None or not demo_accounts_missing(game_id=game_id):
         return 0

@@ -438,6 +438,15 @@ def main() -> int:
         services.log(f"error: PORT must be a number, not {os.environ['PORT']!r}")
         return 2
     demo = os.environ.get("DEMO", "1").strip() != "0"
+    # DEPLOY_HTTPS=1 marks a public deployment, where the demo's 100,000 logins with the password
+    # "demo" would be anyone's accounts: refuse before anything starts (demo_load refuses too;
+    # docs/operations.md, "Production settings"). Read as leaderboard_project/settings.py reads it.
+    if demo and os.environ.get("DEPLOY_HTTPS", "").strip().lower() in {"1", "true", "yes", "on"}:
+        services.log(
+            "error: DEPLOY_HTTPS=1: refusing to load the demo game, whose 100,000 players all sign in "
+            "with the password 'demo'; run a deployment with DEMO=0"
+        )
+        return 2
     parent = ParentWatch()  # before any signal can reach make
     # Until supervision starts, a stop signal unwinds like Ctrl-C (servers are stopped below).
     signal.signal(signal.SIGTERM, _raise_stop)

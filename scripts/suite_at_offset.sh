@@ -20,7 +20,7 @@ cd "$work/repo"
 ln -s "$repo/.venv" .venv
 # The clone's requirements.txt is newer than the shared virtualenv's install stamp: a `make` that a
 # test runs would reinstall and stamp it with the moved clock (make would then never reinstall).
-touch -r "$repo/.venv/.installed" requirements.txt
+touch -r "$repo/.venv/.installed" requirements.txt requirements-dev.txt
 for deps in tests/e2e/node_modules clients/js/node_modules; do
   if [ -e "$repo/$deps" ]; then ln -s "$repo/$deps" "$deps"; fi
 done

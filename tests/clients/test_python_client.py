@@ -2,7 +2,7 @@
 the web tier `make run` starts (scripts/web.py: nginx, gunicorn, uvicorn) on the test database
 and Redis, with the client's game (clients/python/tests/game.toml) and a server key. The
 client's own test suite runs in a subprocess against it, once in this virtualenv (the editable
-install of requirements.txt) and once in a clean virtualenv where only the built wheel and
+install make makes beside requirements.txt) and once in a clean virtualenv where only the built wheel and
 pytest are installed.
 
 The service, with the projector and a Celery worker beside it: tests/clients/conftest.py."""

@@ -20,6 +20,10 @@ class Command(BaseCommand):
     def handle(self, *args: object, players: int, matches: int, seed: int, no_progress: bool, **options) -> None:
         if players < 0 or matches < 0:
             raise CommandError("--players and --matches must not be negative")
+        try:
+            demo.demo_allowed_check()
+        except demo.DemoRefused as exc:
+            raise CommandError(str(exc)) from None
         if demo.demo_loaded():
             self.stdout.write("demo data already loaded")
             for slug in demo.demo_seasons_current():

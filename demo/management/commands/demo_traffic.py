@@ -5,7 +5,7 @@ import threading
 import time
 from datetime import datetime
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
 from demo import load, names, traffic
@@ -33,6 +33,10 @@ class Command(BaseCommand):
         self.stdout.flush()
 
     def handle(self, *args: object, rate: float, base_url: str, seed: int | None, **options: object) -> None:
+        try:
+            load.demo_allowed_check()
+        except load.DemoRefused as exc:
+            raise CommandError(str(exc)) from None
         rate = max(rate, 0.01)
         stop = threading.Event()
 
