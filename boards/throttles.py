@@ -15,31 +15,21 @@ from __future__ import annotations
 
 import math
 import time
-from functools import lru_cache
 
 from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from leaderboard_project.limits import rate_parse
 from leaderboard_project.proxies import client_address
 from rediskit import keys
 from rediskit.client import REDIS_DOWN, get_redis
 from rediskit.scripts import script
 from scores.auth import PlayerPrincipal, ServerPrincipal
 
-DURATIONS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-@lru_cache(maxsize=32)
-def parse_rate(rate: str) -> tuple[int, int]:
-    """'120/min' -> (120 requests, 60 seconds), as DRF writes rates."""
-    count, period = rate.split("/")
-    return int(count), DURATIONS[period.strip()[0]]
-
 
 def _rate(scope: str) -> tuple[int, int] | None:
-    rate = settings.REST_FRAMEWORK.get("DEFAULT_THROTTLE_RATES", {}).get(scope)
-    return parse_rate(rate) if rate else None
+    return rate_parse(settings.REST_FRAMEWORK.get("DEFAULT_THROTTLE_RATES", {}).get(scope) or "")
 
 
 class PlayerReadThrottle(BaseThrottle):

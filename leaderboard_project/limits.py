@@ -24,6 +24,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -53,6 +54,7 @@ class AddressLimits:
     clock = staticmethod(time.time)
 
 
+@lru_cache(maxsize=32)  # read per request, by this middleware and boards/throttles.py
 def rate_parse(rate: str) -> tuple[int, int] | None:
     """'1200/min' -> (1200 requests, 60 seconds), as DRF writes rates; an empty rate is no
     limit. ValueError for anything else."""
