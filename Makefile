@@ -30,7 +30,7 @@ SERVICES := $(VENV_PY) scripts/services.py
 # cores busy while one worker waits on a server it started (docs/dev-environment.md, "Test tiers, workers and the fast loop")
 TEST_WORKERS ?= 3
 
-.PHONY: run test manage lint bench faults clean-local venv venv-dev browser nginx axe jsclient
+.PHONY: run test test-deep manage lint bench faults clean-local venv venv-dev browser nginx axe jsclient
 .DEFAULT_GOAL := run
 
 venv: $(STAMP)
@@ -79,6 +79,11 @@ test: venv-dev browser nginx axe jsclient
 	@echo "==> ruff format --check ."; $(VENV)/bin/ruff format --check .
 	@echo "==> mypy against its baseline (scripts/typecheck.py)"; $(VENV_PY) scripts/typecheck.py
 	$(SERVICES) exec --for-tests -- $(VENV)/bin/pytest -n $(TEST_WORKERS) --durations=25 --cov --cov-report=term $(PYTEST_ARGS)
+
+# The whole suite with the property tests at their deep sizes (tests/properties.py): for a change
+# to the projector, the reads, the windows or the reference model (docs/dev-environment.md).
+test-deep: venv-dev browser nginx axe jsclient
+	PROPERTY_DEPTH=deep $(SERVICES) exec --for-tests -- $(VENV)/bin/pytest -n $(TEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 # The browser tests (tests/e2e/) drive Debian's chromium through chromedriver at these paths;
 # nothing downloads a browser. Present: nothing to do; root with apt-get: install; else say what.

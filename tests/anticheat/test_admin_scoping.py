@@ -11,6 +11,7 @@ brawl's moderator, who must see brawl's rows, so none of them passes on an empty
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,11 +56,15 @@ class World:
     games: dict[str, Game]
     mods: dict[str, User]
     root: User
+    clients: dict[str, Client] = dataclasses.field(default_factory=dict)
 
     def client(self, who: str) -> Client:
-        client = Client()
-        client.force_login(self.root if who == "root" else self.mods[who])
-        return client
+        """One signed-in client per person for the test (a sign-in writes a session: the
+        autocomplete walk asks hundreds of times)."""
+        if who not in self.clients:
+            self.clients[who] = Client()
+            self.clients[who].force_login(self.root if who == "root" else self.mods[who])
+        return self.clients[who]
 
 
 def _game(slug: str) -> Game:

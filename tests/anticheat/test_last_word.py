@@ -21,6 +21,7 @@ from scores.services import player_token_issue
 from tests.anticheat.conftest import URL, submit, top
 from tests.conftest import reset_results
 from tests.factories import BoardFactory
+from tests.properties import examples
 
 # one Redis, and the cluster with sharded boards; submissions through the real projector process
 pytestmark = pytest.mark.usefixtures("topology", "real_projector")
@@ -120,7 +121,9 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=12, deep=25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=ops)
 def test_every_decided_match_stays_as_the_last_person_decided(arena, gs, steady, ops) -> None:
     """Any interleaving of submissions (steady ones, and outliers the checks hold), automatic

@@ -17,6 +17,7 @@ from scores.models import Board, Match, PlayerValue
 from scores.selectors import cached_board
 from tests.anticheat.conftest import URL
 from tests.conftest import reset_results, set_keys
+from tests.properties import examples
 from tests.reference import RefBoard, Reference, RefSeason
 
 pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
@@ -38,7 +39,9 @@ matches = st.lists(
 moves = st.lists(st.tuples(st.sampled_from(["void", "hold", "approve"]), st.integers(0, 7)), max_size=8)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=15, deep=40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(sent=matches, ops=moves)
 def test_void_hold_approve_match_the_reference(arena, gs, sent, ops) -> None:
     reset_results()
@@ -95,7 +98,9 @@ def _ref(bodies: list[dict], voided: set[str]) -> Reference:
     return ref
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=12, deep=30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(sent=matches, pick=st.integers(0, 7))
 def test_a_void_preview_matches_the_reference_before_and_after_and_the_confirm_agrees(arena, gs, sent, pick) -> None:
     from anticheat.previews import void_confirm, void_preview

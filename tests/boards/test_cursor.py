@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from boards.cursor import cursor_decode
 from tests.conftest import game_with_boards, reset_results
+from tests.properties import examples
 from tests.reference import RefBoard, Reference
 
 pytestmark = pytest.mark.usefixtures("topology")
@@ -48,7 +49,9 @@ def _submit(server, ref: Reference, n: int, at: datetime, scores: dict[str, int]
 names = st.from_regex(r"[a-zA-Z0-9_]{1,3}", fullmatch=True)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=12, deep=25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     board=st.sampled_from(["elo", "hi"]),
     first=st.dictionaries(names, st.integers(0, 6), min_size=1, max_size=30),

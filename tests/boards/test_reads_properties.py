@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import game_with_boards, reset_results
 from tests.factories import SeasonFactory
+from tests.properties import examples
 from tests.reference import RefBoard, Reference, RefSeason
 
 pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
@@ -48,7 +49,9 @@ def world(transactional_db):
     return game, server
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=15, deep=40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     matches=st.lists(match, min_size=1, max_size=8),
     friendships=st.lists(st.tuples(st.sampled_from(PLAYERS), st.sampled_from(PLAYERS)), max_size=8),

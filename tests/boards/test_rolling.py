@@ -24,6 +24,7 @@ from tests.boards.conftest import member_key, set_keys
 from tests.boards.test_redis_down import ThrowawayRedis
 from tests.conftest import SignedClient, game_with_boards, reset_results
 from tests.factories import BoardFactory
+from tests.properties import examples
 from tests.reference import RefBoard, Reference
 
 pytestmark = pytest.mark.usefixtures("topology")  # one Redis, and the cluster with sharded boards
@@ -90,7 +91,9 @@ def world(request, transactional_db):
 
 
 @pytest.mark.parametrize("world", [100_000, 1], ids=["daily-sets-in-redis", "daily-sets-expired"], indirect=True)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=10, deep=25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(matches=st.lists(match, min_size=1, max_size=12))
 def test_rolling_windows_match_the_reference_over_those_days(world, matches) -> None:
     _game, server = world

@@ -19,6 +19,7 @@ from scores.selectors import cached_board, config_cache_clear
 from scores.services import game_config_apply
 from tests.boards.conftest import set_keys
 from tests.conftest import game_with_boards, reset_results
+from tests.properties import examples
 from tests.reference import RefBoard, Reference
 
 pytestmark = pytest.mark.usefixtures("topology")
@@ -49,7 +50,9 @@ def _submit(server, ref: Reference, body: dict) -> None:
 players = st.dictionaries(st.from_regex(r"p[0-9a-z]{1,3}", fullmatch=True), st.integers(0, 60), min_size=1, max_size=40)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=8, deep=15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     first=players,
     later=st.dictionaries(st.from_regex(r"p[0-9a-z]{1,3}", fullmatch=True), st.integers(0, 60), max_size=15),

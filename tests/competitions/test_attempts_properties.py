@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import SignedClient, reset_results
 from tests.factories import GameFactory, server_key, tournament_board
+from tests.properties import examples
 from tests.reference import RefBoard, Reference
 
 # Property tests of what ingest decides in the request (docs/competitions.md): many examples in one
@@ -47,7 +48,9 @@ def cup(transactional_db) -> SignedClient:
     return SignedClient(key.key_id, secret)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=12, deep=25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(operation, min_size=1, max_size=6))
 def test_attempts_in_any_order_of_requests_match_the_reference(cup: SignedClient, ops) -> None:
     reset_results()

@@ -20,6 +20,7 @@ from scores.selectors import config_cache_clear
 from tests.competitions.test_tournaments import _run_threads
 from tests.conftest import SignedClient, reset_results
 from tests.factories import GameFactory, server_key, tournament_board, tournament_settings
+from tests.properties import examples
 from tests.reference import RefTournament
 
 # Property tests of what ingest decides in the request (docs/competitions.md): many examples in one
@@ -69,7 +70,9 @@ def serial_order(
     return sorted(range(len(players)), key=key)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=10, deep=20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     max_size=st.integers(0, 6),
     ended=st.sampled_from([False, False, False, True]),  # mostly running: that is where races count

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from rest_framework import serializers
 
 from scores.api.matches import MatchInSerializer, _fast_match, _to_match
+from tests.properties import examples
 
 # whitespace and control characters around an id: refused by both (docs/api.md §1.1), never trimmed
 ODD_TEXT = st.sampled_from(
@@ -103,7 +104,7 @@ def drf(raw: Any):
         return "invalid"
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(loop=200, deep=600), deadline=None)
 @given(MATCH)
 def test_fast_path_agrees_with_the_serializers(raw: Any) -> None:
     fast = _fast_match(raw)

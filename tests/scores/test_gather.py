@@ -29,6 +29,7 @@ from scores.selectors import cached_board
 from tests.conftest import SignedClient, game_with_boards, reset_results
 from tests.factories import SeasonFactory
 from tests.projector import projected
+from tests.properties import examples
 from tests.reference import RefBoard, Reference, RefSeason
 
 URL = "/api/v1/games/gath/matches"
@@ -153,7 +154,9 @@ def _expected_wave(ref: Reference, bodies: list[dict[str, Any]], statuses: list[
     return expected
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=12, deep=25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(waves=waves)
 def test_gathered_single_submissions_answer_as_alone_and_build_the_reference_boards(world, service, waves) -> None:
     game, server = world

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from scores.models import PlayerValue
 from tests.interleavings import Interleaving, assert_boards_match, matches, operations
+from tests.properties import examples
 from tests.reference import RefBoard
 
 pytestmark = [
@@ -56,7 +57,9 @@ def world(transactional_db) -> Interleaving:
     return Interleaving("modes", BOARDS)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=25, deep=60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(operation, min_size=1, max_size=16))
 # a fall, then an older result arriving late (it must not win), then the latest voided: the
 # value before it comes back

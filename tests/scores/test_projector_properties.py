@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from scores.models import PlayerValue
 from tests.interleavings import Interleaving, assert_boards_match, matches, operations
+from tests.properties import examples
 from tests.reference import RefBoard
 
 pytestmark = [
@@ -58,7 +59,9 @@ def world(transactional_db) -> Interleaving:
     return Interleaving("prop", BOARDS)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=50, deep=120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(operation, min_size=1, max_size=16))
 # a void of an applied match while the same player's next result is still pending (a total:
 # counting the pending one in the recompute and again when the projector applies it doubles it)

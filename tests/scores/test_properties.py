@@ -18,6 +18,7 @@ from scores.models import Board, PlayerValue
 from scores.selectors import cached_board
 from tests.conftest import game_with_boards, reset_results
 from tests.factories import SeasonFactory
+from tests.properties import examples
 from tests.reference import RefBoard, Reference, RefSeason
 
 BOARDS = [
@@ -62,7 +63,9 @@ def world(transactional_db):
     return game, server
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=30, deep=60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(operation, min_size=1, max_size=10))
 def test_service_matches_reference_model(world, ops) -> None:
     game, server = world
@@ -121,7 +124,9 @@ def test_service_matches_reference_model(world, ops) -> None:
     assert len(board_keys) == len(ref.windows_with_values())
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=20, deep=40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(offsets=st.lists(st.integers(min_value=0, max_value=12), min_size=1, max_size=12), data=st.data())
 def test_any_page_of_a_board_is_a_slice_of_the_full_order(world, offsets, data) -> None:
     """Pages cut through groups of identical encoded scores; every page still agrees."""

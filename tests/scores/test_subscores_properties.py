@@ -16,6 +16,7 @@ from scores import encoding
 from scores.models import PlayerValue
 from scores.selectors import cached_board
 from tests.interleavings import Interleaving, assert_boards_match, matches, operations
+from tests.properties import examples
 from tests.reference import RefBoard
 
 pytestmark = [
@@ -96,7 +97,9 @@ def world(transactional_db) -> Interleaving:
     return Interleaving("subs", BOARDS, refused=_refused)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(loop=25, deep=60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(operation, min_size=1, max_size=14))
 # the same score: the better first sub-score wins although its second is worse; then a void of
 # it brings back the previous best whole tuple, never a mix of the two

@@ -16,6 +16,7 @@ from leaderboard_client.signing import sign
 from scores.api.matches import _thin_match
 from tests.conftest import SignedClient, reset_results
 from tests.factories import BoardFactory, GameFactory, server_key
+from tests.properties import examples
 
 # DRF negotiates this Accept to its JSON renderer; the thin path leaves it to DRF
 DRF_ACCEPT = "application/json, */*"
@@ -57,7 +58,7 @@ def _answer(response) -> tuple[int, bytes, dict[str, str | None]]:
 
 
 @given(bodies=st.lists(BODY, min_size=1, max_size=8))
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(loop=15, deep=30), deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_thin_path_answers_exactly_as_drf(transactional_db, bodies: list[Any]) -> None:
     reset_results()
     from scores.models import Game
