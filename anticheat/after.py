@@ -7,12 +7,15 @@ Adding a check: a class with `check(config, results)` listed in ASYNC_RULES."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db import connection, transaction
 from django.utils import timezone
 
 from anticheat.models import BoardStats
@@ -20,10 +23,12 @@ from anticheat.rules import Verdict, stats_cache_clear
 from anticheat.services import Actor, match_flag, match_hold
 from anticheat.thresholds import Thresholds, thresholds_for
 from rediskit import keys
-from rediskit.client import get_redis
+from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
 from scores import encoding, history
 from scores.models import Game, Match
 from scores.selectors import GameConfig, game_config
+
+log = logging.getLogger(__name__)
 
 # --- the rules ---------------------------------------------------------------------------------
 
@@ -114,40 +119,63 @@ def matches_check(*, match_pks: Sequence[int]) -> int:
     return held
 
 
-# The after-the-fact checks are queued per request as match ids on a Redis list (one small
-# round trip) rather than one Celery message per request: building and publishing a Celery
-# message cost a single-match submission more than its Redis mirror. One drain task is queued
-# at a time (a flag with an expiry, so a lost task is re-queued by a later submission), and it
-# runs DRAIN_DELAY_SECONDS later, so the matches of many projector batches share one task: one
-# task per batch meant up to 50 tasks a second at low rates, each a Celery round of its own.
+# The after-the-fact checks take their work from a table (CheckBacklog), written in the projector's
+# batch transaction: a match applied is a match to check, whatever happens to Redis or a worker
+# afterwards. One drain task is woken at a time (a Redis flag with an expiry, so a lost task is
+# woken again by a later batch), DRAIN_DELAY_SECONDS later, so the matches of many projector
+# batches share one task; beat's sweep (anticheat-check-pending) drains what a wake-up missed,
+# such as matches applied while Redis, the broker, was down.
 SCHEDULE_TTL = 30
-DRAIN_CHUNK = 500
+DRAIN_CHUNK = 200
 DRAIN_DELAY_SECONDS = 0.5
 
 
-def checks_enqueue(match_pks: Sequence[int]) -> bool:
-    """Queue matches for the after-the-fact checks, and a drain task unless one is queued
-    already; True when this call queued it. Raises if Redis is down."""
+def checks_enqueue(*, match_pks: Sequence[int]) -> None:
+    """Record applied matches for the after-the-fact checks, inside the caller's transaction (the
+    projector's batch), and wake a drain once it commits."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO anticheat_checkbacklog (match_id) SELECT unnest(%s::bigint[]) ON CONFLICT DO NOTHING",
+            [list(match_pks)],
+        )
+    transaction.on_commit(drain_wake)
+
+
+def drain_wake() -> bool:
+    """Queue a drain unless one is queued already; True when this call queued it. With Redis down
+    nothing is queued: the backlog waits for beat's sweep."""
     from anticheat.tasks import check_pending
 
-    pipe = get_redis().pipeline(transaction=False)
-    pipe.rpush(keys.ANTICHEAT_PENDING, *match_pks)
-    pipe.set(keys.ANTICHEAT_SCHEDULED, 1, nx=True, ex=SCHEDULE_TTL)
-    _, scheduled = pipe.execute()
-    if scheduled:
+    try:
+        if not get_redis().set(keys.ANTICHEAT_SCHEDULED, 1, nx=True, ex=SCHEDULE_TTL):
+            return False
         check_pending.apply_async(countdown=DRAIN_DELAY_SECONDS, expires=SCHEDULE_TTL, retry=False)
-    return bool(scheduled)
+    except REDIS_DOWN as exc:
+        log_unavailable(log, "could not wake the anti-cheat drain (the backlog waits for the sweep): %s", exc=exc)
+        return False
+    return True
 
 
 def checks_drain() -> int:
-    """Run the after-the-fact checks on every queued match; returns how many were held. The
-    flag goes first, so a match queued while the drain runs queues the next drain itself."""
-    r = get_redis()
-    r.delete(keys.ANTICHEAT_SCHEDULED)
+    """Run the after-the-fact checks on every match in the backlog; returns how many were held.
+    Each chunk is claimed (deleted) and checked in one transaction, so a drain killed midway
+    leaves its chunk to the next one, and concurrent drains take different chunks (SKIP LOCKED).
+    The flag goes first, so a match applied while the drain runs wakes the next drain itself."""
+    with contextlib.suppress(REDIS_DOWN):  # then beat's sweep runs it: the backlog is in Postgres
+        get_redis().delete(keys.ANTICHEAT_SCHEDULED)
     held = 0
-    while pks := r.lpop(keys.ANTICHEAT_PENDING, DRAIN_CHUNK):
-        held += matches_check(match_pks=[int(pk) for pk in pks])
-    return held
+    while True:
+        with transaction.atomic():
+            with connection.cursor() as cur:
+                cur.execute(
+                    "DELETE FROM anticheat_checkbacklog WHERE match_id IN (SELECT match_id FROM anticheat_checkbacklog"
+                    " ORDER BY match_id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING match_id",
+                    [DRAIN_CHUNK],
+                )
+                match_pks = [pk for (pk,) in cur.fetchall()]
+            if not match_pks:
+                return held
+            held += matches_check(match_pks=match_pks)
 
 
 def board_stats_refresh(*, now: datetime | None = None) -> int:

@@ -141,3 +141,15 @@ class GameModerator(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} moderates {self.game}"
+
+
+class CheckBacklog(models.Model):
+    """An applied match the after-the-fact checks have not run on yet (docs/moderation.md, "After
+    the fact"). The projector writes it in the transaction that applies the match, and a drain
+    deletes it in the transaction that checks the match: a crash anywhere leaves the match
+    either waiting or checked, never lost, and Redis being down stops nothing but the wake-up."""
+
+    match = models.OneToOneField(Match, on_delete=models.CASCADE, primary_key=True, related_name="+")
+
+    def __str__(self) -> str:
+        return f"match {self.match_id} awaits its checks"

@@ -5,7 +5,7 @@ from anticheat import after
 
 @shared_task(ignore_result=True)
 def check_pending() -> int:
-    """The heavier checks on every accepted match queued since the last drain."""
+    """The heavier checks on every applied match in the backlog (woken by the projector, and beat's sweep)."""
     return after.checks_drain()
 
 

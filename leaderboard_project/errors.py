@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -126,3 +127,10 @@ class ErrorBodySerializer(serializers.Serializer):
     """The schema of every error response."""
 
     error = ErrorSerializer()
+
+
+# The public reads' per-address limit (leaderboard_project/limits.py, docs/api.md §15), as the
+# schema lists it on each of them
+RATE_LIMITED = OpenApiResponse(
+    ErrorBodySerializer, description="too many requests from this address: retry after `Retry-After` seconds"
+)

@@ -476,6 +476,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    # the after-the-fact checks' backlog, for what a wake-up missed (Redis down: anticheat/after.py)
+    "anticheat-check-pending": {"task": "anticheat.tasks.check_pending", "schedule": 30.0, "options": {"expires": 25}},
     # the recent statistics the board_top and server_outlier rules compare against
     "anticheat-refresh-stats": {
         "task": "anticheat.tasks.refresh_stats",

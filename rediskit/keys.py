@@ -45,11 +45,11 @@ lb:live:topgate:{board_id}:{window}
                                 top-10 message may not go out again
 lb:live:top_pending             sorted set: "{board_id}|{window}" -> when (ms) its held-back top-10
                                 message is due; whoever removes the entry publishes it
-lb:anticheat:pending            list: ids of accepted matches awaiting the after-the-fact checks
 lb:rate:{g<game_id>}:<player>   integer: a player's new matches in the anti-cheat rate rule's window
                                 (anticheat/rules.py); one hash tag per game, so one script call
                                 counts a whole submission
-lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of that list is queued
+lb:anticheat:scheduled          set (30 s expiry) while a Celery drain of the checks' backlog
+                                (anticheat.CheckBacklog, in Postgres) is queued
 lb:heal:stats                   hash: the index sampler's totals (sampled, drift, last_at), for /metrics
 lb:heal:primaries               the cluster's primary node ids at the last check (failover replay)
 lb:heartbeat:workers            hash: Celery worker hostname -> its latest heartbeat (monitoring/heartbeats.py)
@@ -64,7 +64,6 @@ BOARD_PREFIX = "lb:"
 # Keys that take no parameter (what each holds: the table above)
 BUILT_MARKER = "lb:meta:built"
 OUTBOX_APPLIED = "lb:outbox:applied"
-ANTICHEAT_PENDING = "lb:anticheat:pending"
 ANTICHEAT_SCHEDULED = "lb:anticheat:scheduled"
 LIVE_WATCHED = "lb:live:watched"
 LIVE_DUE = "lb:live:due"

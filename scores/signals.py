@@ -9,9 +9,10 @@ score_accepted = Signal()
 # Sent after a friend list change commits. kwargs: player_ids: list[int] whose lists changed.
 friends_changed = Signal()
 
-# Sent after the projector's transaction that applied accepted matches to values commits
-# (anticheat/ runs its checks after the fact). kwargs: match_pks: list[int] (of any games;
-# held or voided ones among them are skipped by the receiver)
+# Sent inside the projector's transaction that applies accepted matches to values, before it
+# commits: what a receiver writes commits with the values or not at all (anticheat/ records the
+# matches for its checks after the fact). kwargs: match_pks: list[int] (of any games; held or
+# voided ones among them are skipped by the checks)
 matches_applied = Signal()
 
 # Sent after a moderation transaction (void, hold) commits: these values were recomputed and

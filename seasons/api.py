@@ -21,7 +21,7 @@ from boards.api import (
     parsed_query,
 )
 from boards.api.common import REGION_PARAM, WINDOW_PARAM, QueryIntegerField
-from leaderboard_project.errors import NotFound
+from leaderboard_project.errors import RATE_LIMITED, NotFound
 from scores import encoding, windows
 from scores.auth import ServerKeyAuthentication, server_key_permission
 from scores.ids import SLUG_RE
@@ -94,6 +94,7 @@ class StandingsApi(APIView):
             404: OpenApiResponse(
                 ErrorBodySerializer, description="unknown game, board, window, group or version, or not frozen yet"
             ),
+            429: RATE_LIMITED,
         },
     )
     def get(self, request: Request, game: str, board: str, window: str) -> Response:

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 
 from boards.cursor import CURSOR_RE
 from boards.types import BoardEntry, FriendEntry
-from leaderboard_project.errors import ErrorBodySerializer, NotFound
+from leaderboard_project.errors import RATE_LIMITED, ErrorBodySerializer, NotFound
 from scores import windows
 from scores.ids import SLUG_RE
 from scores.selectors import BoardConfig, cached_board, cached_game
@@ -259,7 +259,7 @@ WINDOW_PARAM = OpenApiParameter(
 )
 NOT_FOUND = OpenApiResponse(ErrorBodySerializer, description="unknown game, board, player or window")
 BAD_QUERY = OpenApiResponse(ErrorBodySerializer, description="a parameter out of its range, or a malformed player id")
-PUBLIC_READ_ERRORS = {400: BAD_QUERY, 404: NOT_FOUND}
+PUBLIC_READ_ERRORS = {400: BAD_QUERY, 404: NOT_FOUND, 429: RATE_LIMITED}
 # reads about one player: signed, or a player token, or a signed-in user; throttled
 PLAYER_READ_ERRORS = {
     **PUBLIC_READ_ERRORS,

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard_project.errors import (
+    RATE_LIMITED,
     ErrorBodySerializer,
     NotFound,
 )
@@ -73,7 +74,11 @@ def _cacheable(response: Response) -> Response:
 
 
 class GamesApi(APIView):
-    @extend_schema(operation_id="games_list", summary="The games served here", responses={200: GamesOutSerializer})
+    @extend_schema(
+        operation_id="games_list",
+        summary="The games served here",
+        responses={200: GamesOutSerializer, 429: RATE_LIMITED},
+    )
     def get(self, request: Request) -> Response:
         return _cacheable(Response(GamesOutSerializer({"games": selectors.games_list()}).data))
 
@@ -82,7 +87,7 @@ class GameApi(APIView):
     @extend_schema(
         operation_id="games_describe",
         summary="A game's boards (order, mode, windows, bounds, rank display), seasons and regions",
-        responses={200: GameOutSerializer, 404: ErrorBodySerializer},
+        responses={200: GameOutSerializer, 404: ErrorBodySerializer, 429: RATE_LIMITED},
     )
     def get(self, request: Request, game: str) -> Response:
         found = selectors.game_describe(slug=game)

@@ -6,9 +6,9 @@
         (whole rows, up to MAX_MATCHES matches: the progress, committed with the values),
         expand their accepted results into windows, aggregate, upsert, apply display names
       INSERT scores_boardoutbox                         what changed, for the Redis mirror
+      matches_applied                                   anticheat/ records its after-the-fact checks
     COMMIT
-    after commit: score_accepted (boards/ mirrors to Redis, live updates),
-                  matches_applied (anticheat/ queues its after-the-fact checks)
+    after commit: score_accepted (boards/ mirrors to Redis, live updates)
 
 The pending rows are deleted in the transaction that writes their values, so `kill -9` at any
 point either leaves both (the next batch applies them) or neither (applied once). Between the
@@ -26,7 +26,6 @@ from django.db import connection, transaction
 from scores import locks
 from scores.locks import ALL_LANES
 from scores.projection.values import values_project
-from scores.send import send_on_commit
 from scores.signals import matches_applied
 
 # How many matches a batch claims at most (whole pending rows; a 1000-match request is one
@@ -71,7 +70,7 @@ def batch_apply(
             return report
         report.rows, report.oldest, report.matches = folded.rows, folded.oldest, len(folded.match_pks)
         report.results, report.values = folded.results, len(folded.changed)
-        send_on_commit(matches_applied, match_pks=folded.match_pks)
+        matches_applied.send(sender=None, match_pks=folded.match_pks)  # in the transaction (scores/signals.py)
     return report
 
 

@@ -11,13 +11,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from anticheat.after import matches_check
-from anticheat.models import AuditEntry, MatchFlag
+from anticheat.models import AuditEntry, CheckBacklog, MatchFlag
 from anticheat.rules import Verdict
 from anticheat.services import Actor, match_hold, matches_void_by_server_key
 from anticheat.tasks import check_pending
 from boards import index
 from boards.services import boards_rebuild
-from rediskit import keys
 from rediskit.client import get_redis
 from scores.models import Board, Match, PlayerValue, ServerKey
 from scores.services import player_token_issue
@@ -214,18 +213,19 @@ def drains_queued() -> int:
 
 
 def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, async_checks) -> None:
-    """With async checks on, the projector queues the match ids it applied on a Redis list, and
-    only the first queues a Celery drain, half a second later (run here by hand, as a worker would)."""
+    """With async checks on, the projector records the matches it applied in the checks' backlog
+    (in its batch transaction), and only the first batch queues a Celery drain, half a second
+    later (run here by hand, as a worker would)."""
     for i, score in enumerate([163, 180, 181, 182, 183]):
         submit(gs, f"g{i}", [{"player": "a", "board": "golf", "score": score}], at=f"2026-11-28T1{i}:00:00Z")
     submit(gs, "g9", [{"player": "a", "board": "golf", "score": 18}], at="2026-11-28T19:00:00Z")
     assert drains_queued() == 1
-    assert get_redis().llen(keys.ANTICHEAT_PENDING) == 6
+    assert CheckBacklog.objects.count() == 6
     assert Match.objects.get(match_id="g9").status == "accepted"
     assert check_pending() == 1
     assert Match.objects.get(match_id="g9").status == "held"
     assert top("golf") == [("a", 163)]
-    assert get_redis().llen(keys.ANTICHEAT_PENDING) == 0
+    assert CheckBacklog.objects.count() == 0
     # the drain cleared its flag: the next submission queues a drain again
     submit(gs, "g10", [{"player": "b", "board": "golf", "score": 100}])
     assert drains_queued() == 2

@@ -9,16 +9,18 @@ TRUSTED_PROXIES, forwarding each client's address in X-Forwarded-For."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.test import Client
+from drf_spectacular.generators import SchemaGenerator
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from leaderboard_project.limits import AddressLimits
+from leaderboard_project.limits import PUBLIC_READ_PATH, AddressLimits
 from scripts import web
 from tests.boards.conftest import URL
 from tests.conftest import SignedClient
@@ -129,3 +131,21 @@ def test_websocket_handshakes_over_the_limit_are_refused_429_through_nginx(limit
         if time.time() // 60 == started:
             break
     assert seen == ([101, 101, 429], 101)
+
+
+def test_the_schema_lists_the_429_on_every_public_read_the_limit_counts() -> None:
+    """Every GET operation whose path the per-address limit counts (limits.PUBLIC_READ_PATH)
+    lists the 429 a client must expect, with the error body."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    counted = {
+        path: ops["get"]
+        for path, ops in schema["paths"].items()
+        if "get" in ops and PUBLIC_READ_PATH.match(re.sub(r"\{[^}]+\}", "x", path))
+    }
+    assert len(counted) >= 5, sorted(counted)  # games, a game, top, histogram, standings
+    missing = [path for path, op in counted.items() if "429" not in op["responses"]]
+    assert missing == []
+    assert all(
+        op["responses"]["429"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
+        for op in counted.values()
+    )

@@ -1,0 +1,139 @@
+"""The after-the-fact checks lose nothing (docs/moderation.md, "After the fact: a backlog that
+loses nothing"): through a SIGKILL of the worker in the middle of a drain, and through Redis (the
+wake-up and the broker) being down when the projector applies the matches."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from anticheat.models import AuditEntry, CheckBacklog
+from anticheat.tasks import check_pending
+from scores.models import Match
+from tests.anticheat.conftest import URL, submit, top
+from tests.boards.test_redis_down import ThrowawayRedis, throwaway_redis  # noqa: F401  (a fixture)
+from tests.conftest import SignedClient
+from tests.projector import applied
+
+pytestmark = pytest.mark.usefixtures("real_projector", "async_checks")
+
+DEADLINE = 60.0
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _conninfo() -> str:
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+def _worker() -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
+        "DATABASE_URL": _conninfo(),
+        "REDIS_URL": settings.REDIS_URL,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "ANTICHEAT_ASYNC_CHECKS": "1",
+    }
+    # the default queue as `make run`'s worker serves it; one process (solo): the SIGKILL ends the drain
+    cmd = [sys.executable, "-m", "celery", "-A", "leaderboard_project", "worker", "-P", "solo", "-Q", "celery"]
+    cmd += ["-n", f"checks-kill-{os.getpid()}@%h", "--loglevel", "WARNING"]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _until(condition: Callable[[], object], what: str, worker: subprocess.Popen[bytes] | None = None) -> object:
+    deadline = time.monotonic() + DEADLINE
+    while not (found := condition()):
+        if worker is not None and worker.poll() is not None:
+            raise AssertionError(f"the worker exited: {worker.stderr.read().decode()[-2000:]}")
+        assert time.monotonic() < deadline, f"{what} within {DEADLINE:.0f} s"
+        time.sleep(0.05)  # polling another process's progress, with a deadline
+    return found
+
+
+def _backends_waiting_on_a_lock(conn: psycopg.Connection) -> list[int]:
+    rows = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        " AND pid <> pg_backend_pid()"
+    ).fetchall()
+    return [pid for (pid,) in rows]
+
+
+def test_sigkill_of_the_worker_mid_drain_checks_every_match_once(gs: SignedClient) -> None:
+    """A real Celery worker takes a chunk of the backlog and is killed with SIGKILL in the middle
+    of it, while its hold waits on a row this test locks. The chunk comes back when the killed
+    worker's transaction ends, and the next drain checks every match of it once: the outlier
+    held once, one audit entry, the backlog empty."""
+    for i, score in enumerate([163, 180, 181, 182, 183]):
+        submit(gs, f"g{i}", [{"player": "a", "board": "golf", "score": score}], at=f"2026-11-28T1{i}:00:00Z")
+    submit(gs, "g9", [{"player": "a", "board": "golf", "score": 18}], at="2026-11-28T19:00:00Z")  # the outlier
+    assert CheckBacklog.objects.count() == 6  # and the projector queued a drain on the broker
+
+    with psycopg.connect(_conninfo(), autocommit=True) as watcher, psycopg.connect(_conninfo()) as locker:
+        # the hold of g9 will wait on this row lock, with the drain's chunk claimed
+        locker.execute("SELECT 1 FROM scores_match WHERE match_id = 'g9' FOR UPDATE")
+        worker = _worker()
+        try:
+            (victim, *_) = _until(
+                lambda: _backends_waiting_on_a_lock(watcher), "the drain never reached the hold", worker
+            )
+            # the chunk is claimed by the worker's open transaction: another drain skips all of it
+            claimable = "SELECT count(*) FROM (SELECT 1 FROM anticheat_checkbacklog FOR UPDATE SKIP LOCKED) c"
+            assert watcher.execute(claimable).fetchone() == (0,)
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(timeout=10)
+        locker.rollback()  # the killed worker's backend goes on, finds its client gone, rolls back
+        _until(
+            lambda: not watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [victim]).fetchone(),
+            "the killed worker's transaction to end",
+        )
+
+    assert CheckBacklog.objects.count() == 6  # the chunk is back
+    assert Match.objects.get(match_id="g9").status == "accepted"
+    assert check_pending() == 1  # the next drain (a restarted worker, or beat's sweep)
+    assert Match.objects.get(match_id="g9").status == "held"
+    assert CheckBacklog.objects.count() == 0
+    assert AuditEntry.objects.filter(action="hold", match_ref="g9").count() == 1
+    assert top("golf") == [("a", 163)]
+    assert check_pending() == 0  # nothing checked twice
+
+
+def test_matches_applied_while_redis_is_down_are_checked_once_it_is_back(
+    gs: SignedClient,
+    throwaway_redis: ThrowawayRedis,  # noqa: F811  (the fixture imported above)
+) -> None:
+    for i, score in enumerate([163, 180, 181, 182, 183]):
+        submit(gs, f"g{i}", [{"player": "a", "board": "golf", "score": score}], at=f"2026-11-28T1{i}:00:00Z")
+    assert check_pending() == 0  # the history, checked: nothing to hold
+
+    throwaway_redis.stop()
+    redis_down = gs.at_the_answer()  # nothing reaches Redis now: no drain can be woken
+    body = {
+        "match_id": "g9",
+        "ended_at": "2026-11-28T19:00:00Z",
+        "results": [{"player": "a", "board": "golf", "score": 18}],
+    }
+    assert redis_down.post(f"{URL}/matches", body).status_code == 201
+    applied("the outlier applied to Postgres while Redis is down")
+    assert list(CheckBacklog.objects.values_list("match__match_id", flat=True)) == ["g9"]
+
+    throwaway_redis.start()
+    # beat's sweep queues the drain every 30 s whatever the wake-ups did
+    assert settings.CELERY_BEAT_SCHEDULE["anticheat-check-pending"]["task"] == check_pending.name
+    assert check_pending() == 1
+    assert Match.objects.get(match_id="g9").status == "held"
+    assert CheckBacklog.objects.count() == 0
