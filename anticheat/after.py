@@ -161,7 +161,7 @@ def checks_drain() -> int:
     Each chunk is claimed (deleted) and checked in one transaction, so a drain killed midway
     leaves its chunk to the next one, and concurrent drains take different chunks (SKIP LOCKED).
     The flag goes first, so a match applied while the drain runs wakes the next drain itself."""
-    with contextlib.suppress(REDIS_DOWN):  # then beat's sweep runs it: the backlog is in Postgres
+    with contextlib.suppress(*REDIS_DOWN):  # then beat's sweep runs it: the backlog is in Postgres
         get_redis().delete(keys.ANTICHEAT_SCHEDULED)
     held = 0
     while True:

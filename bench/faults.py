@@ -22,6 +22,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -48,7 +49,11 @@ from scripts.services import INITDB_OPTIONS, _as_user, _free_port, _service_user
 FAULTS_DIR = services.LOCAL_DIR / "faults"
 GAME = environment.GAME_SLUG
 STATE_FILE = FAULTS_DIR / "run" / "processes.json"  # the supervisor's, on the stack `make run` starts
-SERVICE_ENV = {"ANTICHEAT_ASYNC_CHECKS": "0"}  # on top of BenchEnv.process_env()
+SERVICE_ENV = {  # on top of BenchEnv.process_env()
+    "ANTICHEAT_ASYNC_CHECKS": "0",
+    # settings.py's default, which the test suite's environment raises (settings_test.py)
+    "REDIS_SOCKET_TIMEOUT": "0.2",
+}
 SETTLE_SECONDS = 30.0  # how long acknowledged results may take to reach the board after a heal
 RECOVERY_LIMIT_SECONDS = 30.0  # past the window, the load waits this long at most for the service to heal
 SETTLED_SECONDS = 1.0  # healed: writes and reads answered, all healthy, for this long
@@ -288,6 +293,14 @@ FAULTS = {
         # restore_unacked on a lost connection) and is restarted by the supervisor; the index is
         # rebuilt and every acknowledged result reaches the board without a person.
         Fault("run-redis-killed", lambda s: s.redis.signal(signal.SIGKILL), lambda s: s.redis.start(), supervised=True),
+        # Redis paused (SIGSTOP: it takes connections and answers nothing) under `make run` itself:
+        # every submission must still be answered 2xx quickly (docs/reliability.md, "Redis hung").
+        Fault(
+            "run-redis-hung",
+            lambda s: s.redis.signal(signal.SIGSTOP),
+            lambda s: s.redis.signal(signal.SIGCONT),
+            supervised=True,
+        ),
         # kill -9 of the primary database machine (its pg_auto_failover keeper, postgres and every
         # backend) under load: the monitor promotes the synchronous standby, the service's pools
         # find it through the multi-host DATABASE_URL. Healed by starting the dead node again,
@@ -339,6 +352,9 @@ class Outcome:
     writes_back: float | None = 0.0  # from the fault to the first 2xx submission after the last failed one
     processes: dict[str, dict] | None = None  # under `make run`: the supervisor's state at the end
     slowest_answer: float = 0.0  # of every request begun while the fault lasted, none excepted
+    submit_p99: float = 0.0  # of every submission of the run, the fault's included
+    # the submissions not answered 2xx, by status and error code ("503 overloaded": n)
+    refused: dict[str, int] = field(default_factory=dict)
     # after the heal, what was not healthy ("top 200 degraded": n), and the last such answer's start
     unhealthy_after_heal: dict[str, int] = field(default_factory=dict)
     last_unhealthy: str = ""
@@ -461,10 +477,25 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
         slowest_read=max((s.seconds for s in reads), default=0.0),
         writes_back=writes_back,
         slowest_answer=max((s.seconds for s in during), default=0.0),
+        submit_p99=_p99([s.seconds for s in samples if s.kind == "submit"]),
+        refused=dict(
+            Counter(f"{s.status} {_error_code(s.body)}" for s in samples if s.kind == "submit" and not s.healthy)
+        ),
         processes=stack.processes() if stack.supervisor is not None else None,
         unhealthy_after_heal=dict(unhealthy),
         last_unhealthy=sick[-1].body.decode(errors="replace") if sick else "",
     )
+
+
+def _error_code(body: bytes) -> str:
+    """The contract's error code at the start of an answer (docs/api.md §14), or "-"."""
+    found = re.search(rb'"code":\s*"([a-z_]+)"', body)
+    return found.group(1).decode() if found else "-"
+
+
+def _p99(seconds: list[float]) -> float:
+    ordered = sorted(seconds)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
 def count_lost(stack: Stack, acked: list[tuple[str, str]]) -> int:

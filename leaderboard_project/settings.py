@@ -207,7 +207,12 @@ REDIS_DB = (
     else _redis_parts.path.lstrip("/") or "0"
 )
 # Short timeouts: with Redis down, a submission must still answer quickly (Postgres holds it).
-REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.5"))
+# A Redis that answers nothing (SIGSTOP, a full network buffer) costs each process on the submit
+# path one such wait, then its breaker fails fast (rediskit/breaker.py): 0.2 s keeps a submission
+# behind web and the append service, and the projector's mirror, inside docs/api.md's bounds
+# (docs/reliability.md, "Redis hung"). `make run` gives what no request waits on 1 s
+# (scripts/run.py background_env): a rebuild's long pipeline replies.
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "0.2"))
 
 # The ranking index (sorted sets, their scripts, histograms) on a Redis Cluster: any node's URL,
 # e.g. redis://127.0.0.1:7001 (the client discovers the rest). Unset: everything on REDIS_URL.

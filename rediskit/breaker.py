@@ -1,8 +1,8 @@
 """A circuit breaker in front of every Redis connection of the ranking engine and the cache.
 
 Redis killed answers at once (connection refused), but Redis hung (SIGSTOP, a full network
-buffer) answers nothing: each command waits out its socket timeout (REDIS_SOCKET_TIMEOUT,
-0.5 s), and a submission makes several, so each took 2-3 s. Here the first timeout or refusal
+buffer) answers nothing: each command waits out its socket timeout (REDIS_SOCKET_TIMEOUT, 0.2 s;
+0.5 s before), and a submission makes several, so each took 2-3 s. Here the first timeout or refusal
 opens the breaker for that server: from then on every command fails at once with
 RedisUnavailable (a redis ConnectionError, so every caller's `except REDIS_DOWN` degrades as
 before: reads from Postgres, writes left in the outbox). A background thread of the process

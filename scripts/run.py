@@ -134,6 +134,7 @@ class Child:
     name: str
     cmd: list[str]
     proc: subprocess.Popen[bytes]
+    env: dict[str, str]
     pump: threading.Thread = field(init=False)
     started_at: float = field(default_factory=time.monotonic)
     restarts: int = 0  # times the supervisor started it again after it exited on its own
@@ -191,11 +192,11 @@ class Supervisor:
         self.force = False  # a second signal: kill at once
         self._state_written = 0.0
 
-    def _spawn(self, cmd: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             cmd,
             cwd=REPO_ROOT,
-            env=self.env,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -208,8 +209,9 @@ class Supervisor:
         child.pump = threading.Thread(target=self._pump, args=(child,), name=f"pump-{child.name}", daemon=True)
         child.pump.start()
 
-    def start(self, name: str, cmd: list[str]) -> None:
-        child = Child(name, cmd, self._spawn(cmd))
+    def start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        env = env or self.env
+        child = Child(name, cmd, self._spawn(cmd, env), env)
         self._pump_start(child)
         self.children[name] = child
         self.write_state()
@@ -262,7 +264,7 @@ class Supervisor:
 
     def _restart(self, child: Child) -> None:
         child.restarts += 1
-        child.proc = self._spawn(child.cmd)
+        child.proc = self._spawn(child.cmd, child.env)
         child.started_at = time.monotonic()
         child.down_since = child.restart_at = None
         self._pump_start(child)
@@ -354,6 +356,15 @@ def _step(out: Output, env: dict[str, str], what: str, cmd: list[str]) -> None:
         raise services.ServiceError(f"`{' '.join(cmd[1:])}` failed ({_describe(code)})")
 
 
+def background_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment of what no request waits on (the Celery workers, beat, the migrations and
+    the demo load): Redis may take REDIS_BACKGROUND_SOCKET_TIMEOUT (default 1 s) to answer them,
+    for the long pipelines of a rebuild or a load. Web, append and the projector keep
+    REDIS_SOCKET_TIMEOUT (0.2 s): a submission waits on them (docs/reliability.md, "Redis hung")."""
+    timeout = env.get("REDIS_BACKGROUND_SOCKET_TIMEOUT") or "1.0"
+    return {**env, "REDIS_SOCKET_TIMEOUT": timeout}
+
+
 def celery_workers(level: str) -> dict[str, str]:
     """The Celery workers' arguments by process name (docs/operations.md, "Celery queues and time
     limits"): `worker` serves the default queue (window closes, board upkeep, live flushes,
@@ -394,9 +405,9 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
     out.line("run", f"REDIS_URL={services.redact(env['REDIS_URL'])}")
     out.line("run", "demo data and traffic: " + ("on (DEMO=0 skips them)" if demo else "off (DEMO=0)"))
 
-    _step(out, env, "migrating the database", venv_cmd("python", "manage.py migrate --noinput"))
+    _step(out, background_env(env), "migrating the database", venv_cmd("python", "manage.py migrate --noinput"))
     if demo:
-        _step(out, env, "loading the demo game", venv_cmd("python", "manage.py demo_load"))
+        _step(out, background_env(env), "loading the demo game", venv_cmd("python", "manage.py demo_load"))
 
     supervisor = Supervisor(env, out, parent, state_file)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -414,10 +425,12 @@ def run(port: int, demo: bool, parent: ParentWatch) -> int:
         # The outbox job runs every 2 s: at INFO its "received/succeeded" lines would drown the output.
         level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
         for name, args in celery_workers(level).items():
-            supervisor.start(name, venv_cmd("celery", args))
+            supervisor.start(name, venv_cmd("celery", args), background_env(env))
         schedule = str(state_file.parent / "celerybeat-schedule")
         supervisor.start(
-            "beat", venv_cmd("celery", f"-A leaderboard_project beat --loglevel {level} --schedule", schedule)
+            "beat",
+            venv_cmd("celery", f"-A leaderboard_project beat --loglevel {level} --schedule", schedule),
+            background_env(env),
         )
 
         def start_demo() -> None:

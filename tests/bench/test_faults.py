@@ -62,3 +62,19 @@ def test_the_primary_killed_under_load_fails_over_to_its_synchronous_standby_wit
     assert outcome.acknowledged > 0 and outcome.lost == 0 and outcome.server_errors == 0, outcome
     assert outcome.writes_back is not None and outcome.writes_back < 15.0, outcome
     assert outcome.slowest_submit <= 1.0, outcome
+
+
+def test_redis_paused_10_s_under_make_run_answers_every_submission_2xx_and_fast(capsys) -> None:
+    """Redis SIGSTOPped for 10 s (it accepts connections and answers nothing) under signed load
+    on `make run`'s stack: every submission is answered 2xx, p99 under 600 ms, nothing lost
+    (docs/reliability.md, "Redis hung")."""
+    stack = faults.stack_up(supervised=True)
+    try:
+        # the fault lasts from 25 % to 60 % of the run: 10 s of a 28.6 s run
+        outcome = faults.run_fault(stack, faults.FAULTS["run-redis-hung"], seconds=10.0 / 0.35, rate=8.0)
+    finally:
+        stack.stop()
+    faults.print_table([outcome])
+    assert outcome.acknowledged > 0 and outcome.lost == 0, outcome
+    assert outcome.refused == {} and outcome.server_errors == 0, outcome  # every submission 2xx
+    assert outcome.submit_p99 < 0.6, outcome
