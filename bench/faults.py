@@ -488,7 +488,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
 
 
 def _error_code(body: bytes) -> str:
-    """The contract's error code at the start of an answer (docs/api.md §14), or "-"."""
+    """The error code at the start of an answer (docs/api.md §14), or "-"."""
     found = re.search(rb'"code":\s*"([a-z_]+)"', body)
     return found.group(1).decode() if found else "-"
 

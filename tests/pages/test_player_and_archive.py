@@ -121,6 +121,11 @@ def test_the_archive_lists_frozen_windows_with_winner_position_and_corrections(r
     assert Client().get(ARCHIVE + "?region=eu").status_code == 404
 
 
+# the queries of a game config read (scores/selectors/config.py _load_game: the game, its
+# seasons, regions and boards)
+CONFIG_REREAD = 4
+
+
 def test_the_player_page_and_the_archive_cost_a_fixed_handful_of_queries(
     server, game, django_assert_max_num_queries
 ) -> None:
@@ -135,9 +140,10 @@ def test_the_player_page_and_the_archive_cost_a_fixed_handful_of_queries(
         client = signed_in("ana")
         client.get(PAGE.format("ana"))  # warm the per-process config cache, as a running process has it
         # session, user, the viewer's and the page's player, names, result counts, values, one
-        # query of results per board
-        with django_assert_max_num_queries(12):
+        # query of results per board; plus the game's config again when its 5 s
+        # cache ran out meanwhile, as it did once on a loaded machine: a fixed cost too
+        with django_assert_max_num_queries(12 + CONFIG_REREAD):
             assert client.get(PAGE.format("ana")).status_code == 200
         # session, user, the viewer's player, the board's freezes, winners, the viewer's positions
-        with django_assert_max_num_queries(7):
+        with django_assert_max_num_queries(7 + CONFIG_REREAD):
             assert client.get(ARCHIVE).status_code == 200
