@@ -37,6 +37,9 @@ from tests.projector import (  # noqa: F401 (fixtures for every directory)
 XDIST_GROUPS = {
     # the fault suite's servers, under the fixed .local/faults/ (bench/faults.py)
     "tests/bench/test_faults.py": "faults",
+    # `bench --smoke`, run once per module for its tests (a module-scoped fixture): spread over
+    # two workers, its ~95 s of setup ran twice
+    "tests/bench/test_smoke.py": "smoke",
     # the browsers, and the Celery worker kept per module beside the served pages
     # (tests/e2e/conftest.py): once on one worker rather than once on each
     "tests/e2e/": "e2e",

@@ -3,7 +3,7 @@ time limits"; docs/api.md §13): the two Celery workers `make run` starts (scrip
 `celery_workers`: the default queue's, and the webhooks queue's own), on the test database and
 broker. While the receivers of games A and C hold their attempts (two receivers that never
 answer: as many as the default queue has processes), a window close on the default queue freezes
-game B's board and B's event reaches B's receiver."""
+game B's board, B's event reaches B's receiver, and the anti-cheat checks drain their backlog."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
+from anticheat.models import CheckBacklog
+from anticheat.tasks import check_pending
 from competitions.models import WebhookDelivery
 from competitions.tasks import deliver_webhooks
 from competitions.webhooks import webhook_secret_create
 from leaderboard_project.celery import app as celery_app
-from scores.models import Game
+from scores.models import Game, Match
 from scores.selectors import config_cache_clear
 from scripts.run import celery_workers
 from seasons.models import WindowFreeze
@@ -98,6 +100,10 @@ def test_a_stuck_receiver_holds_neither_another_games_freeze_nor_its_delivery(da
             timeout=HELD_SECONDS / 2,
         )
         until(lambda: quick.requests, "game B's event at its receiver", timeout=HELD_SECONDS / 2)
+        # and the anti-cheat checks go on on the default queue: a match in their backlog is checked
+        CheckBacklog.objects.create(match=Match.objects.filter(game=game).earliest("pk"))
+        check_pending.delay()
+        until(lambda: not CheckBacklog.objects.exists(), "the anti-cheat backlog drained", timeout=HELD_SECONDS / 2)
         for held in WebhookDelivery.objects.filter(event__game__slug__in=["arena", "citadel"]):
             assert held.attempts == 0 and held.claim is not None  # still the attempts in flight
         assert b"X-Event-Type: window.frozen" in quick.requests[0]
