@@ -8,8 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -23,6 +21,7 @@ from scores.models import Match
 from tests.anticheat.conftest import URL, submit, top
 from tests.boards.test_redis_down import ThrowawayRedis, throwaway_redis  # noqa: F401  (a fixture)
 from tests.conftest import SignedClient
+from tests.polling import until
 from tests.projector import applied
 
 pytestmark = pytest.mark.usefixtures("real_projector", "async_checks")
@@ -51,14 +50,9 @@ def _worker() -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _until(condition: Callable[[], object], what: str, worker: subprocess.Popen[bytes] | None = None) -> object:
-    deadline = time.monotonic() + DEADLINE
-    while not (found := condition()):
-        if worker is not None and worker.poll() is not None:
-            raise AssertionError(f"the worker exited: {worker.stderr.read().decode()[-2000:]}")
-        assert time.monotonic() < deadline, f"{what} within {DEADLINE:.0f} s"
-        time.sleep(0.05)  # polling another process's progress, with a deadline
-    return found
+def _running(worker: subprocess.Popen[bytes]) -> None:
+    if worker.poll() is not None:
+        raise AssertionError(f"the worker exited: {worker.stderr.read().decode()[-2000:]}")
 
 
 def _backends_waiting_on_a_lock(conn: psycopg.Connection) -> list[int]:
@@ -84,8 +78,11 @@ def test_sigkill_of_the_worker_mid_drain_checks_every_match_once(gs: SignedClien
         locker.execute("SELECT 1 FROM scores_match WHERE match_id = 'g9' FOR UPDATE")
         worker = _worker()
         try:
-            (victim, *_) = _until(
-                lambda: _backends_waiting_on_a_lock(watcher), "the drain never reached the hold", worker
+            (victim, *_) = until(
+                lambda: _running(worker) or _backends_waiting_on_a_lock(watcher),
+                "the drain reaching the hold",
+                timeout=DEADLINE,
+                every=0.05,
             )
             # the chunk is claimed by the worker's open transaction: another drain skips all of it
             claimable = "SELECT count(*) FROM (SELECT 1 FROM anticheat_checkbacklog FOR UPDATE SKIP LOCKED) c"
@@ -97,9 +94,11 @@ def test_sigkill_of_the_worker_mid_drain_checks_every_match_once(gs: SignedClien
                 worker.kill()
                 worker.wait(timeout=10)
         locker.rollback()  # the killed worker's backend goes on, finds its client gone, rolls back
-        _until(
+        until(
             lambda: not watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [victim]).fetchone(),
-            "the killed worker's transaction to end",
+            "the killed worker's transaction ending",
+            timeout=DEADLINE,
+            every=0.05,
         )
 
     assert CheckBacklog.objects.count() == 6  # the chunk is back
