@@ -3,7 +3,8 @@ time limits"; docs/api.md §13): the two Celery workers `make run` starts (scrip
 `celery_workers`: the default queue's, and the webhooks queue's own), on the test database and
 broker. While the receivers of games A and C hold their attempts (two receivers that never
 answer: as many as the default queue has processes), a window close on the default queue freezes
-game B's board, B's event reaches B's receiver, and the anti-cheat checks drain their backlog."""
+game B's board, B's event reaches B's receiver, the anti-cheat checks drain their backlog and the board upkeep
+syncs the outbox."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from anticheat.models import CheckBacklog
 from anticheat.tasks import check_pending
+from boards.tasks import sync_pending
 from competitions.models import WebhookDelivery
 from competitions.tasks import deliver_webhooks
 from competitions.webhooks import webhook_secret_create
 from leaderboard_project.celery import app as celery_app
-from scores.models import Game, Match
+from scores.models import BoardOutbox, Game, Match
 from scores.selectors import config_cache_clear
 from scripts.run import celery_workers
 from seasons.models import WindowFreeze
@@ -104,6 +108,11 @@ def test_a_stuck_receiver_holds_neither_another_games_freeze_nor_its_delivery(da
         CheckBacklog.objects.create(match=Match.objects.filter(game=game).earliest("pk"))
         check_pending.delay()
         until(lambda: not CheckBacklog.objects.exists(), "the anti-cheat backlog drained", timeout=HELD_SECONDS / 2)
+        # and the board upkeep: an outbox row past its grace is cleared by the periodic sync
+        row = BoardOutbox.objects.create(entries=[])
+        BoardOutbox.objects.filter(pk=row.pk).update(created_at=timezone.now() - timedelta(minutes=1))
+        sync_pending.delay()
+        until(lambda: not BoardOutbox.objects.filter(pk=row.pk).exists(), "the outbox synced", timeout=HELD_SECONDS / 2)
         for held in WebhookDelivery.objects.filter(event__game__slug__in=["arena", "citadel"]):
             assert held.attempts == 0 and held.claim is not None  # still the attempts in flight
         assert b"X-Event-Type: window.frozen" in quick.requests[0]
