@@ -24,7 +24,7 @@ from anticheat.services import Actor, match_flag, match_hold
 from anticheat.thresholds import Thresholds, thresholds_for
 from rediskit import keys
 from rediskit.client import REDIS_DOWN, get_redis, log_unavailable
-from scores import encoding, history
+from scores import encoding, history, pgarrays
 from scores.models import Game, Match
 from scores.selectors import GameConfig, game_config
 
@@ -136,24 +136,21 @@ def checks_enqueue(*, match_pks: Sequence[int]) -> None:
     with connection.cursor() as cur:
         cur.execute(
             "INSERT INTO anticheat_checkbacklog (match_id) SELECT unnest(%s::bigint[]) ON CONFLICT DO NOTHING",
-            [list(match_pks)],
+            [pgarrays.ints(match_pks)],
         )
     transaction.on_commit(drain_wake)
 
 
-def drain_wake() -> bool:
-    """Queue a drain unless one is queued already; True when this call queued it. With Redis down
-    nothing is queued: the backlog waits for beat's sweep."""
+def drain_wake() -> None:
+    """Queue a drain unless one is queued already. With Redis down nothing is queued: the
+    backlog waits for beat's sweep."""
     from anticheat.tasks import check_pending
 
     try:
-        if not get_redis().set(keys.ANTICHEAT_SCHEDULED, 1, nx=True, ex=SCHEDULE_TTL):
-            return False
-        check_pending.apply_async(countdown=DRAIN_DELAY_SECONDS, expires=SCHEDULE_TTL, retry=False)
+        if get_redis().set(keys.ANTICHEAT_SCHEDULED, 1, nx=True, ex=SCHEDULE_TTL):
+            check_pending.apply_async(countdown=DRAIN_DELAY_SECONDS, expires=SCHEDULE_TTL, retry=False)
     except REDIS_DOWN as exc:
         log_unavailable(log, "could not wake the anti-cheat drain (the backlog waits for the sweep): %s", exc=exc)
-        return False
-    return True
 
 
 def checks_drain() -> int:

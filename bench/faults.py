@@ -40,6 +40,7 @@ import redis
 from bench import environment, ingest
 from bench.environment import REPO_ROOT, VENV_BIN, BenchEnv, ServerKey
 from bench.loadgen import signed_headers
+from bench.report import percentile
 from bench.server import ProcessGroup, ServerProcess, background_commands, http_request
 from scripts import services
 from scripts.ha import FIRST_PORT as HA_FIRST_PORT
@@ -477,7 +478,7 @@ def run_fault(stack: Stack, fault: Fault, seconds: float, rate: float, submitter
         slowest_read=max((s.seconds for s in reads), default=0.0),
         writes_back=writes_back,
         slowest_answer=max((s.seconds for s in during), default=0.0),
-        submit_p99=_p99([s.seconds for s in samples if s.kind == "submit"]),
+        submit_p99=percentile(sorted(s.seconds for s in samples if s.kind == "submit"), 99) or 0.0,
         refused=dict(
             Counter(f"{s.status} {_error_code(s.body)}" for s in samples if s.kind == "submit" and not s.healthy)
         ),
@@ -491,11 +492,6 @@ def _error_code(body: bytes) -> str:
     """The error code at the start of an answer (docs/api.md §14), or "-"."""
     found = re.search(rb'"code":\s*"([a-z_]+)"', body)
     return found.group(1).decode() if found else "-"
-
-
-def _p99(seconds: list[float]) -> float:
-    ordered = sorted(seconds)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
 
 
 def count_lost(stack: Stack, acked: list[tuple[str, str]]) -> int:

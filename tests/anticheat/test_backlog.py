@@ -13,7 +13,6 @@ from pathlib import Path
 import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from anticheat.models import AuditEntry, CheckBacklog
 from anticheat.tasks import check_pending
@@ -22,7 +21,7 @@ from tests.anticheat.conftest import URL, submit, top
 from tests.boards.test_redis_down import ThrowawayRedis, throwaway_redis  # noqa: F401  (a fixture)
 from tests.conftest import SignedClient
 from tests.polling import until
-from tests.projector import applied
+from tests.projector import applied, database_url, process_env
 
 pytestmark = pytest.mark.usefixtures("real_projector", "async_checks")
 
@@ -30,17 +29,9 @@ DEADLINE = 60.0
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _conninfo() -> str:
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-
-
 def _worker() -> subprocess.Popen[bytes]:
     env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "leaderboard_project.settings",
-        "DATABASE_URL": _conninfo(),
-        "REDIS_URL": settings.REDIS_URL,
+        **process_env(settings, "anticheat-backlog-worker"),
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "ANTICHEAT_ASYNC_CHECKS": "1",
     }
@@ -73,7 +64,10 @@ def test_sigkill_of_the_worker_mid_drain_checks_every_match_once(gs: SignedClien
     submit(gs, "g9", [{"player": "a", "board": "golf", "score": 18}], at="2026-11-28T19:00:00Z")  # the outlier
     assert CheckBacklog.objects.count() == 6  # and the projector queued a drain on the broker
 
-    with psycopg.connect(_conninfo(), autocommit=True) as watcher, psycopg.connect(_conninfo()) as locker:
+    with (
+        psycopg.connect(database_url(settings), autocommit=True) as watcher,
+        psycopg.connect(database_url(settings)) as locker,
+    ):
         # the hold of g9 will wait on this row lock, with the drain's chunk claimed
         locker.execute("SELECT 1 FROM scores_match WHERE match_id = 'g9' FOR UPDATE")
         worker = _worker()
