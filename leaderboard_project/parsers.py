@@ -7,7 +7,8 @@ enough to parse could exhaust the stack in whatever walked it next.
 A body whose text holds a lone surrogate (`"\\udb69"`, an escape JSON's grammar allows but that
 names no character) is a 400 (invalid_json) too: Python's json takes it into a str that no
 UTF-8 encoder accepts, so it failed later, in Postgres or Redis, as a 500. Every view reading
-JSON gets its body from here (the thin submission path hands such a body over: orjson refuses it)."""
+JSON gets its body from json_parse (DRF's parser below, and leaderboard_project/plain.py's hot
+endpoints)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import codecs
 import re
 from typing import Any
 
+import orjson
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding  # type: ignore[attr-defined]  # DRF 3.16, not in the stubs
 from rest_framework.utils import json
@@ -60,18 +62,59 @@ def holds_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def json_parse(raw: bytes) -> Any:
+    """A JSON body (UTF-8 bytes) as every API view reads it. Raises ParseError (400
+    `invalid_json`) for text that is not JSON (NaN and Infinity included, as DRF's strict parser
+    refuses them), nested deeper than MAX_JSON_DEPTH, or naming a lone surrogate.
+
+    orjson reads it, several times faster than the standard library, except where the two
+    differ: orjson takes an integer beyond 64 bits as a float (a score of 10**30 must stay an
+    integer, refused by the board's bounds, not as "not an integer"), refuses some bodies the
+    standard library reads and words its errors otherwise. Those bodies, rare, are read by the
+    standard library."""
+    if _LONG_NUMBER.search(raw) is None:
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            data = _stdlib_parse(raw)
+        else:
+            if type(data) in (dict, list) and json_depth_exceeds(data, MAX_JSON_DEPTH):
+                raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
+            return data  # orjson refuses lone surrogates itself
+    else:
+        data = _stdlib_parse(raw)
+    return data
+
+
+# 19 digits and more: where orjson's integers end (and a float's text might hold them too,
+# which only costs the standard library's slower, identical reading)
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def _stdlib_parse(raw: bytes) -> Any:
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text, parse_constant=json.strict_constant)
+    except RecursionError:
+        raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError as exc:  # what DRF's parser answers (UnicodeDecodeError is one)
+        raise ParseError(f"JSON parse error - {exc}") from None
+    if type(data) in (dict, list) and json_depth_exceeds(data, MAX_JSON_DEPTH):
+        raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
+    if _SURROGATE_ESCAPE.search(text) and holds_lone_surrogate(data):
+        raise ParseError("JSON parse error - a \\u escape names a lone surrogate, not a character")
+    return data
+
+
 class BoundedJSONParser(JSONParser):
+    """DRF's parser for the views DRF serves: the body, in its declared charset, through json_parse."""
+
     def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
         encoding = get_encoding(parser_context or {})  # DRF's: an unknown charset is a 400
         try:
-            text = codecs.getreader(encoding)(stream).read()
-            data = json.loads(text, parse_constant=json.strict_constant if self.strict else None)
-        except RecursionError:
-            raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep") from None
-        except ValueError as exc:  # what DRF's parser answers (UnicodeDecodeError is one)
+            raw = stream.read() if stream is not None else b""
+            if encoding.lower().replace("-", "") != "utf8":
+                raw = codecs.decode(raw, encoding).encode()
+        except (LookupError, ValueError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
-        if type(data) in (dict, list) and json_depth_exceeds(data, MAX_JSON_DEPTH):
-            raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
-        if _SURROGATE_ESCAPE.search(text) and holds_lone_surrogate(data):
-            raise ParseError("JSON parse error - a \\u escape names a lone surrogate, not a character")
-        return data
+        return json_parse(raw)

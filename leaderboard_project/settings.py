@@ -418,8 +418,8 @@ ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "50"))
 # WEB_APPEND_SERVICE=1 (what `make run` sets) the web processes hand single matches to the local
 # append service (`manage.py append_service`, on WEB_APPEND_SOCKET), which stores what arrives
 # within WEB_APPEND_GATHER_MS (or until WEB_APPEND_GATHER_MAX wait) in one transaction; a request
-# the service does not answer within WEB_APPEND_TIMEOUT_MS, or while it is not running, stores
-# its match itself.
+# the service does not answer within WEB_APPEND_TIMEOUT_MS, or while it is not running, is
+# answered 503 overloaded (its sender retries; the unique match id stores it once).
 WEB_APPEND_SERVICE = os.environ.get("WEB_APPEND_SERVICE", "0") == "1"
 WEB_APPEND_SOCKET = os.environ.get("WEB_APPEND_SOCKET") or str(BASE_DIR / ".local" / "run" / "append.sock")
 WEB_APPEND_TIMEOUT_MS = float(os.environ.get("WEB_APPEND_TIMEOUT_MS", "5000"))

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 from django.db import transaction
+from django.http import HttpRequest
 from rest_framework import exceptions, status
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
@@ -93,7 +94,7 @@ def _parse_signature(header: str) -> tuple[int, str]:
 
 def _signed_path(request: Request) -> str:
     raw = request.META.get("RAW_URI")  # gunicorn keeps the path exactly as sent
-    # a DRF Request, or Django's own (the thin submission path, scores/api/matches.py)
+    # a DRF Request, or Django's own (the hot endpoints, leaderboard_project/plain.py)
     return raw if raw else getattr(request, "_request", request).get_full_path()
 
 
@@ -164,6 +165,9 @@ class ServerKeyAuthentication(BaseAuthentication):
         return 'HMAC-SHA256 realm="leaderboard"'
 
 
+_authentication = ServerKeyAuthentication()
+
+
 class RedisUnreachable(ApiError):
     """A write whose safety rests on Redis (the replay check of minting, a token revocation's
     mirror) while Redis is unreachable: refused, nothing changed (docs/api.md §14)."""
@@ -198,6 +202,29 @@ def signature_use_once(request: Request) -> None:
         )
 
 
+def server_key_allowed(key: ServerKey, *, game: str | None, scope: str | None) -> None:
+    """Raises PermissionDenied unless `key` belongs to the game of that slug and holds `scope`
+    (None: any scope)."""
+    if key.game.slug != game:
+        raise exceptions.PermissionDenied("this key belongs to another game")
+    if scope is not None and scope not in key.scopes:
+        raise exceptions.PermissionDenied(f"this key lacks the '{scope}' scope")
+
+
+def server_key_signed(request: HttpRequest, *, game: str, scope: str | None) -> ServerKey:
+    """The key that signed a plain Django request (leaderboard_project.plain's endpoints), if
+    it may act on `game` with `scope`; raises as ServerKeyAuthentication and HasServerScope do."""
+    authenticated = _authentication.authenticate(request)  # type: ignore[arg-type]
+    if authenticated is None:
+        raise exceptions.NotAuthenticated(_UNSIGNED)
+    key = authenticated[1]
+    server_key_allowed(key, game=game, scope=scope)
+    return key
+
+
+_UNSIGNED = "this endpoint needs a signed request (X-Key-Id, X-Signature)"
+
+
 def server_key_permission(scope: str | None) -> type[BasePermission]:
     """A permission class: a signed request from a key of the URL's game holding `scope`
     (None: any key of the game, whatever its scopes)."""
@@ -206,11 +233,8 @@ def server_key_permission(scope: str | None) -> type[BasePermission]:
         def has_permission(self, request: Request, view: object) -> bool:
             key = request.auth
             if not isinstance(key, ServerKey):
-                raise exceptions.NotAuthenticated("this endpoint needs a signed request (X-Key-Id, X-Signature)")
-            if key.game.slug != view.kwargs.get("game"):
-                raise exceptions.PermissionDenied("this key belongs to another game")
-            if scope is not None and scope not in key.scopes:
-                raise exceptions.PermissionDenied(f"this key lacks the '{scope}' scope")
+                raise exceptions.NotAuthenticated(_UNSIGNED)
+            server_key_allowed(key, game=view.kwargs.get("game"), scope=scope)
             return True
 
     HasServerScope.__name__ = f"HasServerScope_{scope or 'any'}"

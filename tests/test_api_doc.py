@@ -17,7 +17,7 @@ from drf_spectacular.generators import SchemaGenerator
 from jsonschema import Draft4Validator
 
 from leaderboard_project.errors import _DRF_CODES
-from scores.api.matches import ENDED_AT_MAX, ENDED_AT_MIN, MAX_METADATA_BYTES
+from scores.api.match_body import ENDED_AT_MAX, ENDED_AT_MIN, MAX_METADATA_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 API_DOC = ROOT / "docs" / "api.md"

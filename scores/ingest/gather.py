@@ -10,16 +10,17 @@ request with its own outcome.
 
 The web side (match_submit_gathered), in the request's thread:
 
-- admission control first, per request, as without the service (scores/admission.py): a 503 is
-  answered before anything is handed over;
+- admission control first, per request (scores/admission.py): a 503 is answered before
+  anything is handed over;
 - the match goes to the service on this thread's kept connection, and the request waits for its
   outcome (WEB_APPEND_TIMEOUT_MS);
-- when the service is not running, the connection breaks, the wait times out, or the service
-  says so (an unexpected error storing the group), the request stores the match itself, as
-  without the service. That is always safe: a match is stored once whoever stores it (the
-  unique (game, match_id) decides, docs/architecture.md "Idempotency"), so a match the service
-  committed before it died is answered 200 duplicate, and one it had not committed is stored by
-  the request.
+- the service is the only store of a single submission while WEB_APPEND_SERVICE is on (`make
+  run`'s supervisor restarts it when it exits). When it is not running, the connection breaks
+  or the wait times out, the answer is a 503 `overloaded` with Retry-After (docs/api.md §4.5):
+  the game server sends the same body again, and the unique (game, match_id) answers it as
+  stored, once, whether or not the service committed it before it went (docs/architecture.md
+  "Idempotency"). When the service could not store the match (Postgres unreachable), the
+  request answers as a request of its own would: 503 `database_unavailable`.
 
 The service side (AppendService): one thread per web connection reads matches into one queue;
 one writer takes the first, gathers what else arrives within WEB_APPEND_GATHER_MS or until
@@ -32,11 +33,12 @@ WEB_APPEND_GATHER_MAX wait, and stores them:
   against what the first stored, exactly as it would be had it come alone after it (in one
   batch a repeat is judged against its sibling instead: docs/api.md §4.2);
 - an unexpected error storing a group is retried match by match, each in its own transaction,
-  and a match that fails alone is answered "store it yourself" (the request's own path then
-  words the error, a 503 for a Postgres outage as without the service).
+  and a match that fails alone is answered with the kind of failure (Postgres unreachable, or
+  another error: logged here with its traceback, a 500 for the request).
 
 A group is one transaction: a kill -9 of the service before its commit leaves none of it, after
-its commit all of it, each match whole (tests/scores/test_gather_process.py).
+its commit all of it, each match whole, and the requests waiting on it are answered 503
+(tests/scores/test_gather_process.py).
 """
 
 from __future__ import annotations
@@ -57,10 +59,10 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 from leaderboard_project.errors import ApiError
-from scores.admission import admission_check
+from scores.admission import Overloaded, admission_check
 from scores.ingest.matches import MatchIn, MatchOutcome, ResultIn
 from scores.ingest.submit import matches_submit
 from scores.models import Game, ServerKey
@@ -143,13 +145,12 @@ _local = threading.local()  # each request thread's kept connection to the servi
 
 
 def match_submit_gathered(*, game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome:
-    """Store one match, through the append service when WEB_APPEND_SERVICE is on and it answers,
-    else in this request. Raises as match_submit does (Overloaded, InvalidMatch, MatchConflict...)."""
+    """Store one match: through the append service when WEB_APPEND_SERVICE is on, else in this
+    request. Raises as match_submit does (Overloaded, InvalidMatch, MatchConflict...), and
+    Overloaded when the service does not answer."""
     if settings.WEB_APPEND_SERVICE:
         admission_check(matches=1)
         outcome = _hand_over(game, server_key, match)
-        if outcome is None:
-            outcome = matches_submit(game=game, server_key=server_key, matches=[match], admitted=True)[0]
     else:
         outcome = matches_submit(game=game, server_key=server_key, matches=[match])[0]
     if outcome.error is not None:
@@ -157,18 +158,30 @@ def match_submit_gathered(*, game: Game, server_key: ServerKey | None, match: Ma
     return outcome
 
 
-def _connection() -> socket.socket | None:
+class StoreAbsent(Overloaded):
+    """The append service did not answer: restarting, gone or stuck. Nothing is known to be
+    stored; the same body sent again is stored once (the unique match id decides)."""
+
+    def __init__(self) -> None:
+        super().__init__("the result store is restarting: send the same body again after Retry-After", retry_after=1)
+
+
+def _connection() -> socket.socket:
+    """This thread's kept connection to the service; raises StoreAbsent when none listens."""
     sock: socket.socket | None = getattr(_local, "sock", None)
+    path = str(socket_path())
     if sock is not None:
-        return sock
+        if _local.path == path:
+            return sock
+        _disconnect()  # the setting changed (a test's own service): this one leads to another
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(settings.WEB_APPEND_TIMEOUT_MS / 1000)
     try:
-        sock.connect(str(socket_path()))
+        sock.connect(path)
     except OSError:
         sock.close()
-        return None
-    _local.sock = sock
+        raise StoreAbsent from None
+    _local.sock, _local.path = sock, path
     return sock
 
 
@@ -180,22 +193,36 @@ def _disconnect() -> None:
             sock.close()
 
 
-def _hand_over(game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome | None:
-    """The service's outcome for the match, or None: the caller stores it itself."""
+def _hand_over(game: Game, server_key: ServerKey | None, match: MatchIn) -> MatchOutcome:
+    """The service's outcome for the match. Raises StoreAbsent when it does not answer, and
+    OperationalError when it could not reach Postgres."""
+    message = {"game": game.slug, "key": server_key.pk if server_key else None, "match": _match_encode(match)}
     sock = _connection()
-    if sock is None:
-        return None
     try:
-        _send(sock, {"game": game.slug, "key": server_key.pk if server_key else None, "match": _match_encode(match)})
+        _send(sock, message)
+    except OSError:
+        # this thread's kept connection was to a service that has since restarted: nothing
+        # reached anyone, so the match goes once more, on a new connection
+        _disconnect()
+        sock = _connection()
+        try:
+            _send(sock, message)
+        except OSError:
+            _disconnect()
+            raise StoreAbsent from None
+    try:
         reply = _recv(sock)
     except (OSError, ValueError):
-        # gone, restarted or too slow: what it did or will do with the match is decided by the
-        # unique (game, match_id), whoever stores it first; a late answer must not be read as
-        # the next request's, so the connection goes
+        # gone or too slow after it had the match: what it did with the match the unique
+        # (game, match_id) decides when the client sends it again; a late answer must not be
+        # read as the next request's, so the connection goes
         _disconnect()
-        return None
-    if reply.get("fallback"):
-        return None
+        raise StoreAbsent from None
+    failed = reply.get("failed")
+    if failed == "database":
+        raise OperationalError("the append service could not reach Postgres")  # 503 database_unavailable
+    if failed is not None:
+        raise RuntimeError("the append service failed to store the match (its log has the traceback)")
     return _outcome_decode(reply)
 
 
@@ -293,7 +320,22 @@ class AppendService:
             group = self._gather()
             if group:
                 self.store(group)
-        # what is still queued is answered by nobody: each request stores its match itself
+        # stopping (SIGTERM: a restart, a deploy): what is queued already is stored and answered,
+        # so that a stop under load refuses nothing it had; a match handed over after this
+        # sees the socket close (a 503 its sender retries)
+        rest = [*self._deferred, *(item for item in self._queue_drain() if item is not None)]
+        self._deferred.clear()
+        while rest:
+            self.store(rest[: self.gather_max])
+            rest = [*self._deferred, *rest[self.gather_max :]]
+            self._deferred.clear()
+
+    def _queue_drain(self) -> list[_Waiting | None]:
+        items: list[_Waiting | None] = []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                items.append(self._queue.get_nowait())
+        return items
 
     def _gather(self) -> list[_Waiting]:
         group = list(self._deferred)
@@ -343,14 +385,14 @@ class AppendService:
         try:
             game, key = self._target(game_slug, key_pk)
             outcomes = matches_submit(game=game, server_key=key, matches=[m.match for m in members], admitted=True)
-        except Exception:
+        except Exception as failure:
             log.exception("storing a group of %d matches failed; storing them one by one", len(members))
             _connection_reset()
             if len(members) > 1:
                 for member in members:
                     self._store_one(game_slug, key_pk, [member])
                 return
-            self._answer(members[0], {"fallback": True})
+            self._answer(members[0], {"failed": "database" if _unreachable(failure) else "error"})
             return
         for member, outcome in zip(members, outcomes, strict=True):
             self._answer(member, _outcome_encode(outcome))
@@ -369,9 +411,13 @@ class AppendService:
 
     @staticmethod
     def _answer(member: _Waiting, body: dict[str, Any]) -> None:
-        # an error: the request gave up waiting and stores the match itself (the unique id decides)
+        # an error: the request gave up waiting and was answered 503 (the unique id decides a retry)
         with contextlib.suppress(OSError):
             _send(member.sock, body)
+
+
+def _unreachable(failure: Exception) -> bool:
+    return isinstance(failure, OperationalError | InterfaceError)
 
 
 def _connection_reset() -> None:

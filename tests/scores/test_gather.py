@@ -216,17 +216,17 @@ def test_gathered_single_submissions_answer_as_alone_and_build_the_reference_boa
         )
 
 
-def test_without_the_service_a_request_stores_its_match_itself(world, settings) -> None:
-    """WEB_APPEND_SERVICE on and nothing listening (the service restarting): the in-request path."""
+def test_without_the_service_a_submission_is_503_and_stores_nothing(world, settings) -> None:
+    """WEB_APPEND_SERVICE on and nothing listening (the service restarting): the service is the
+    only store of a single submission, so the answer is the retry of docs/api.md §4.5."""
     _, server = world
     settings.WEB_APPEND_SERVICE = True
     settings.WEB_APPEND_SOCKET = str(Path(tempfile.mkdtemp(prefix="lb-gather-")) / "none.sock")
     body = {"match_id": "alone", "ended_at": MOMENTS[0], "results": [{"player": "a", "board": "high", "score": 2}]}
-    first = server.post(URL, body)
-    assert first.status_code == 201, first.content
-    assert server.post(URL, body).status_code == 200
-    projected()
-    assert PlayerValue.objects.get(board__slug="high", window="all", player__external_id="a").value == 2
+    refused = server.post(URL, body)
+    assert refused.status_code == 503, refused.content
+    assert refused.json()["error"]["code"] == "overloaded" and refused["Retry-After"] == "1"
+    assert not Match.objects.filter(match_id="alone").exists()
 
 
 def test_the_wire_to_the_service_carries_every_field_of_a_result() -> None:
