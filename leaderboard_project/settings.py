@@ -423,7 +423,7 @@ ADMISSION_REFRESH_MS = float(os.environ.get("ADMISSION_REFRESH_MS", "50"))
 WEB_APPEND_SERVICE = os.environ.get("WEB_APPEND_SERVICE", "0") == "1"
 WEB_APPEND_SOCKET = os.environ.get("WEB_APPEND_SOCKET") or str(BASE_DIR / ".local" / "run" / "append.sock")
 WEB_APPEND_TIMEOUT_MS = float(os.environ.get("WEB_APPEND_TIMEOUT_MS", "5000"))
-WEB_APPEND_GATHER_MS = float(os.environ.get("WEB_APPEND_GATHER_MS", "1"))
+WEB_APPEND_GATHER_MS = float(os.environ.get("WEB_APPEND_GATHER_MS", "4"))
 WEB_APPEND_GATHER_MAX = int(os.environ.get("WEB_APPEND_GATHER_MAX", "64"))
 
 # kombu names a unix socket redis+socket:///path?virtual_host=N

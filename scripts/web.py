@@ -84,7 +84,7 @@ def ws_deflate_args() -> list[str]:
     return ["--ws-per-message-deflate", "true" if on else "false"]
 
 
-APPEND_THREADS = 4  # WEB_THREADS' default beside the append service
+APPEND_THREADS = 8  # WEB_THREADS' default beside the append service (docs/BENCHMARKS.md, "Group commit that groups")
 
 
 def wsgi_threads() -> int:
