@@ -6,7 +6,13 @@ is only a fair sample when the batch is large: a small batch is mostly fixed cos
 seconds per match would make a burst look slower to apply than it is. Samples are smoothed
 (a single slow batch moves the figure part of the way) and published at most every
 PUBLISH_SECONDS, and at least every REFRESH_SECONDS while the projector lives, so admission can
-tell a running projector's pace from a dead one's (docs/operations.md)."""
+tell a running projector's pace from a dead one's (docs/operations.md).
+
+A pace no batch has confirmed for SAMPLE_LIFE_SECONDS is withdrawn: admission then falls back to
+its bound on waiting matches, as with no pace at all. Kept, a pace sampled while the machine
+was saturated would refuse every large batch for good: refused batches are never applied, so
+no new sample could correct it (seen in a benchmark: a 1,000-match batch priced at 1.43 s, every
+one refused for the whole run)."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ SMOOTHING = 0.3  # weight of the newest sample
 PUBLISH_SECONDS = 0.25
 REFRESH_SECONDS = 10.0
 FORGET_SECONDS = 30.0  # a pace not refreshed for this long is a stopped projector's
+SAMPLE_LIFE_SECONDS = 30.0  # a pace no large batch confirmed for this long is withdrawn
 
 _UPSERT = """
 INSERT INTO scores_projectorpace (name, seconds_per_match, updated_at) VALUES (%s, %s, clock_timestamp())
@@ -36,20 +43,27 @@ class Pace:
         self.seconds_per_match: float | None = None
         self._published_at = -1e9
         self._published: float | None = None
+        self._sampled_at = -1e9
 
-    def sample(self, *, matches: int, seconds: float) -> None:
+    def sample(self, *, matches: int, seconds: float, now: float | None = None) -> None:
         if matches < MIN_MATCHES or seconds <= 0:
             return
         spm = seconds / matches
         old = self.seconds_per_match
         self.seconds_per_match = spm if old is None else old + SMOOTHING * (spm - old)
+        self._sampled_at = time.monotonic() if now is None else now
 
     def publish(self, *, now: float | None = None) -> bool:
-        """Write the pace when it changed and PUBLISH_SECONDS passed, or REFRESH_SECONDS did;
-        returns whether it wrote. Its own statement, outside any batch's transaction, that need
+        """Write the pace when it changed and PUBLISH_SECONDS passed, or REFRESH_SECONDS did, or
+        withdraw it when no sample came for SAMPLE_LIFE_SECONDS; returns whether it wrote. Its own statement, outside any batch's transaction, that need
         not wait for the disk (a lost pace is measured again)."""
         now = time.monotonic() if now is None else now
         spm = self.seconds_per_match
+        if spm is not None and now - self._sampled_at > SAMPLE_LIFE_SECONDS:
+            self.seconds_per_match = self._published = None
+            with connection.cursor() as cur:
+                cur.execute("DELETE FROM scores_projectorpace WHERE name = %s", [self.name])
+            return True
         if spm is None:
             return False
         due = now - self._published_at >= (PUBLISH_SECONDS if spm != self._published else REFRESH_SECONDS)

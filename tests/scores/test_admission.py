@@ -24,6 +24,7 @@ from scores.ingest.matches import MatchIn, ResultIn
 from scores.locks import ADMIT
 from scores.models import Board, Game, Match, Player, ProjectorPace
 from scores.projection import pending_lag
+from scores.projection.pace import SAMPLE_LIFE_SECONDS, Pace
 from tests.conftest import SignedClient, set_keys
 from tests.polling import until
 
@@ -271,3 +272,29 @@ def test_overload_every_acknowledged_result_is_visible_within_a_second(
     # nothing refused is stored
     assert not Match.objects.filter(match_id__in=[f"m{p[1:]}" for p in refused]).exists()
     assert not Player.objects.filter(external_id__in=refused).exists()
+
+
+def test_a_pace_no_large_batch_confirms_is_withdrawn_and_batches_are_admitted_again(
+    server: SignedClient, game, admission_on
+) -> None:
+    """A pace sampled on a saturated machine (1.43 ms a match) prices a lone 1,000-match batch
+    past the bound, and refused batches never give the projector a new sample: the pace must
+    go by itself (scores/projection/pace.py, SAMPLE_LIFE_SECONDS), or batch ingest stays refused."""
+    admission_on.ADMISSION_MAX_LAG_MS = 500
+    admission_on.ADMISSION_REFRESH_MS = 0
+    pace = Pace("projector-under-test")
+    pace.sample(matches=1000, seconds=1.43, now=0.0)
+    assert pace.publish(now=0.0)
+    batch = {"matches": [a_match(f"m{i}", f"p{i}") for i in range(600)]}
+    assert_overloaded(server.post(URL + "/batch", batch))  # 600 x 1.43 ms > 1.5 x 0.5 s, even alone
+
+    pace.sample(matches=20, seconds=1.0, now=20.0)  # the projector's small batches: no sample
+    pace.publish(now=20.0)
+    assert admission.backlog_read().seconds_per_match == pytest.approx(0.00143)
+    assert pace.publish(now=0.0 + SAMPLE_LIFE_SECONDS + 1)  # withdrawn
+    assert admission.backlog_read().seconds_per_match is None
+    assert server.post(URL + "/batch", batch).status_code == 200
+
+    pace.sample(matches=600, seconds=0.12, now=40.0)  # the admitted batch's sample: a pace again
+    assert pace.publish(now=40.0)
+    assert admission.backlog_read().seconds_per_match == pytest.approx(0.0002)
