@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import random
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from typing import Any
 import redis
 from redis.connection import parse_url
 
-from bench.environment import BenchError, log
+from bench.environment import BenchEnv, BenchError, log, manage
 
 ANCHOR_KEY = "bench:anchor:zset"  # not lb:*: reads.clear_caches removes it with the caches
 ZADD_CHUNK = 10_000
@@ -95,3 +96,30 @@ def redis_benchmark(
             "mean": float(row["avg_latency_ms"]),
         },
     }
+
+
+# Run by the measured code (manage.py shell): caches the player's friend list as a read would,
+# and prints friends.lua's SHA with the KEYS and ARGV of that player's own friends read
+# (boards.selectors.friends_call: the service's own spelling of them).
+_FRIENDS_CALL = """
+import json
+from boards import profiles, selectors
+from rediskit.client import get_redis
+from rediskit.scripts import script
+from scores.selectors import cached_board
+board = cached_board({game!r}, board_slug={board!r})
+profiles.friend_pks({pk})
+keys, args = selectors.friends_call(board, window="all", members=[{pk}], own_list=True)
+print(json.dumps({{"sha": get_redis().script_load(script("friends").script), "keys": keys, "args": [str(a) for a in args]}}))
+"""
+
+
+def friends_script(env: BenchEnv, *, game: str, board: str, pk: int, clients: int, requests: int) -> dict[str, Any]:
+    """The friends read's raw anchor: friends.lua alone (EVALSHA through redis-benchmark, one call
+    per round trip from `clients` connections) for player `pk`'s own friends, as the service
+    sends it (no rate-limit counters, no token guard: their cost is the service's)."""
+    out = manage(env, "shell", "-c", _FRIENDS_CALL.format(game=game, board=board, pk=pk))
+    call = json.loads(out.strip().splitlines()[-1])
+    command = ["EVALSHA", call["sha"], str(len(call["keys"])), *call["keys"], *call["args"]]
+    figures = redis_benchmark(env.redis_url, command, clients=clients, requests=requests, keyspace=1)
+    return {**figures, "player_pk": pk, "load": f"{clients} connections"}

@@ -195,6 +195,29 @@ def player_standing(
     return PlayerStanding(window, s.total, me, percentile, entries, degraded)
 
 
+def friends_call(
+    board: BoardConfig,
+    *,
+    window: str,
+    members: list[int],
+    counters: Sequence[str] = (),
+    limits: Sequence[int] = (),
+    own_list: bool = False,
+    token: TokenGuard | None = None,
+) -> tuple[list[str], list[Any]]:
+    """friends.lua's KEYS and ARGV for friends_reply's arguments (also what `make bench` sends
+    the script alone, its raw anchor for the friends read: bench/anchors.py)."""
+    script_keys = [keys.board_key(board.id, window), keys.BUILT_MARKER, *counters]
+    if token:
+        script_keys.append(keys.player_tokens_key(token[0]))
+    if own_list:
+        script_keys.append(keys.friend_list_key(members[0]))
+    shared = "1" if board.rank_display == "shared" else "0"
+    prefix = keys.profile_key_prefix(board.id, window)
+    guard = token[1] if token else ""
+    return script_keys, [encoding.TIME_SPAN, GROUP_CAP, shared, len(counters), prefix, guard, *limits, *members]
+
+
 def friends_reply(
     board: BoardConfig,
     *,
@@ -211,21 +234,10 @@ def friends_reply(
     cached friend list itself (keys.friend_list_key), so the whole read is one round trip; a
     list not cached is loaded (profiles.friend_pks) and the board read once more with it, the
     limits not counted again. `token`: as standing_reply's. Raises REDIS_DOWN."""
-    script_keys = [keys.board_key(board.id, window), keys.BUILT_MARKER, *counters]
-    if token:
-        script_keys.append(keys.player_tokens_key(token[0]))
-    if own_list:
-        script_keys.append(keys.friend_list_key(members[0]))
-    shared = "1" if board.rank_display == "shared" else "0"
-    prefix = keys.profile_key_prefix(board.id, window)
-    guard = token[1] if token else ""
-    reply = _guarded(
-        script("friends")(
-            keys=script_keys,
-            args=[encoding.TIME_SPAN, GROUP_CAP, shared, len(counters), prefix, guard, *limits, *members],
-            client=get_redis(),
-        )
+    script_keys, script_args = friends_call(
+        board, window=window, members=members, counters=counters, limits=limits, own_list=own_list, token=token
     )
+    reply = _guarded(script("friends")(keys=script_keys, args=script_args, client=get_redis()))
     if reply and reply[0] == b"unbuilt":
         raise BoardIndexNotBuilt("the board index is being rebuilt")
     if reply and reply[0] == b"nolist":
