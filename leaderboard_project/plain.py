@@ -28,7 +28,7 @@ _JSON_RANGES = frozenset({"*/*", "application/*", JSON})
 
 def json_response(body: dict[str, Any], status: int = 200, *, allow: str) -> HttpResponse:
     response = HttpResponse(orjson.dumps(body), content_type=JSON, status=status)
-    response.data = body  # what monitoring.metrics reads, as from DRF's Response
+    response.data = body  # type: ignore[attr-defined]  # what monitoring.metrics reads, as from DRF's Response
     response["Allow"] = allow
     return response
 
@@ -41,7 +41,7 @@ def exception_response(exc: Exception, *, allow: str, authenticate: str | None =
         if authenticate is None:
             exc.status_code = 403
         else:
-            exc.auth_header = authenticate  # type: ignore[attr-defined]  # what DRF's handler sends
+            exc.auth_header = authenticate  # type: ignore[union-attr]  # DRF's handler sends it; not in the stubs
     handled = exception_handler(exc, {})
     if handled is None:
         raise exc

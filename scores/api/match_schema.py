@@ -86,7 +86,8 @@ class ResultInSerializer(serializers.Serializer):
 class MatchInSerializer(serializers.Serializer):
     match_id = ExactIdField(MATCH_ID_RE, max_length=MAX_MATCH_ID)
     ended_at = Rfc3339Field()
-    results = ResultInSerializer(many=True, min_length=1, max_length=MAX_RESULTS)
+    # many=True hands min_length and max_length to DRF's ListSerializer; the stubs do not know
+    results = ResultInSerializer(many=True, min_length=1, max_length=MAX_RESULTS)  # type: ignore[call-arg]
 
 
 class BatchInSerializer(serializers.Serializer):

@@ -36,11 +36,14 @@ class _SubmitApi(ServerApiView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if request.method != "POST":
             return super().dispatch(request, *args, **kwargs)
-        self.args, self.kwargs, self.request = args, kwargs, request
+        self.args, self.kwargs = args, kwargs
         try:
             return self.post(request, **kwargs)
         except (APIException, RequestDataTooBig) as exc:
             return exception_response(exc, allow=ALLOW, authenticate=_AUTHENTICATE)
+
+    def post(self, request: HttpRequest, game: str) -> HttpResponse:
+        raise NotImplementedError  # each endpoint's own, decorated for the schema
 
     def signed_key(self, request: HttpRequest) -> ServerKey:
         """The request's server key, allowed to submit to the URL's game; 406 first for an
