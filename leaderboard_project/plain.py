@@ -5,7 +5,7 @@ DRF's Request wrapper, content negotiation, parser selection, authentication loo
 cost about a third of the web tier's CPU per single submission (docs/BENCHMARKS.md). The hot
 endpoints answer every request themselves with these pieces instead, and DRF stays for what it
 serves there: the OpenAPI schema (drf-spectacular reads the views' decorated methods) and the
-other methods (OPTIONS, 405). Each answer keeps the contract's form: the one error body
+other methods (OPTIONS, 405). Each answer keeps the form docs/api.md gives: the one error body
 (leaderboard_project/errors.py), the statuses of docs/api.md §14, `Allow`, `Retry-After` and
 `WWW-Authenticate` where DRF would send them.
 """

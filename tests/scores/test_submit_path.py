@@ -1,7 +1,7 @@
 """One implementation per submission endpoint (docs/architecture.md, "One implementation per
 hot endpoint"): every POST to `.../matches` and `.../matches/batch` is answered by the view's
 own `post` (scores/api/matches.py), never by DRF's request machinery, and each kind of request a
-game server can send gets the contract's answer from it (docs/api.md §4, §14)."""
+game server can send gets from it the answer docs/api.md §4 and §14 give."""
 
 from __future__ import annotations
 
