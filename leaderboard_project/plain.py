@@ -64,8 +64,8 @@ def accepts_json(request: HttpRequest) -> None:
 
 
 def json_body(request: HttpRequest) -> Any:
-    """The request's JSON body. Raises ParseError (400 invalid_json) for no body at all (what
-    ever its Content-Type says), UnsupportedMediaType (415) for another Content-Type, ParseError
+    """The request's JSON body. Raises ParseError (400 invalid_json) for no body at all
+    (whatever its Content-Type says), UnsupportedMediaType (415) for another Content-Type, ParseError
     for a body that is not JSON or is nested too deep, RequestDataTooBig (413) over Django's
     upload limit."""
     raw = request.body  # RequestDataTooBig over DATA_UPLOAD_MAX_MEMORY_SIZE: exception_response's 413
