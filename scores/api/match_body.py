@@ -94,6 +94,18 @@ def _integer(value: Any, path: str) -> int:
     return value
 
 
+def _list(raw: dict[str, Any], name: str, most: int) -> list[Any]:
+    """A required list of 1 to `most` items."""
+    value = _field(raw, name, "")
+    if type(value) is not list:
+        raise BodyInvalid(f'{name}: Expected a list of items but got type "{type(value).__name__}".')
+    if not value:
+        raise BodyInvalid(f"{name}: Ensure this field has at least 1 elements.")
+    if len(value) > most:
+        raise BodyInvalid(f"{name}: Ensure this field has no more than {most} elements.")
+    return value
+
+
 def _object_expected(value: Any) -> str:
     return f"Invalid data. Expected a dictionary, but got {type(value).__name__}."
 
@@ -147,13 +159,7 @@ def match_parse(raw: Any) -> ingest.MatchIn:
         ended_at = ended_at_parse(_field(raw, "ended_at", ""))
     except ValueError as exc:
         raise BodyInvalid(f"ended_at: {exc}") from None
-    results = _field(raw, "results", "")
-    if type(results) is not list:
-        raise BodyInvalid(f'results: Expected a list of items but got type "{type(results).__name__}".')
-    if not results:
-        raise BodyInvalid("results: Ensure this field has at least 1 elements.")
-    if len(results) > MAX_RESULTS:
-        raise BodyInvalid(f"results: Ensure this field has no more than {MAX_RESULTS} elements.")
+    results = _list(raw, "results", MAX_RESULTS)
     parsed = tuple(_result_parse(r, f"results[{i}].") for i, r in enumerate(results))
     return ingest.MatchIn(match_id=match_id, ended_at=ended_at, results=parsed)
 
@@ -163,11 +169,4 @@ def batch_parse(raw: Any) -> list[Any]:
     rejected alone, docs/api.md §4.2). Raises BodyInvalid when the body is not 1-1000 of them."""
     if type(raw) is not dict:
         raise BodyInvalid(_object_expected(raw))
-    matches = _field(raw, "matches", "")
-    if type(matches) is not list:
-        raise BodyInvalid(f'matches: Expected a list of items but got type "{type(matches).__name__}".')
-    if not matches:
-        raise BodyInvalid("matches: Ensure this field has at least 1 elements.")
-    if len(matches) > MAX_BATCH:
-        raise BodyInvalid(f"matches: Ensure this field has no more than {MAX_BATCH} elements.")
-    return matches
+    return _list(raw, "matches", MAX_BATCH)
