@@ -62,33 +62,40 @@ def holds_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def json_parse(raw: bytes) -> Any:
-    """A JSON body (UTF-8 bytes) as every API view reads it. Raises ParseError (400
-    `invalid_json`) for text that is not JSON (NaN and Infinity included, as DRF's strict parser
-    refuses them), nested deeper than MAX_JSON_DEPTH, or naming a lone surrogate.
+def json_parse(raw: bytes, charset: str = "utf-8") -> Any:
+    """A JSON body, in its declared charset, as every API view reads it. Raises ParseError (400
+    `invalid_json`) for an unknown charset or bytes not in it, text that is not JSON (NaN and
+    Infinity included, as DRF's strict parser refuses them), nested deeper than MAX_JSON_DEPTH,
+    or naming a lone surrogate.
 
     orjson reads it, several times faster than the standard library, except where the two
     differ: orjson takes an integer beyond 64 bits as a float (a score of 10**30 must stay an
     integer, refused by the board's bounds, not as "not an integer"), refuses some bodies the
     standard library reads and words its errors otherwise. Those bodies, rare, are read by the
     standard library."""
-    if _LONG_NUMBER.search(raw) is None:
+    if charset.lower().replace("-", "") != "utf8":
         try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            data = _stdlib_parse(raw)
-        else:
-            if type(data) in (dict, list) and json_depth_exceeds(data, MAX_JSON_DEPTH):
-                raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
-            return data  # orjson refuses lone surrogates itself
-    else:
-        data = _stdlib_parse(raw)
-    return data
+            raw = codecs.decode(raw, charset).encode()
+        except (LookupError, ValueError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+    if _LONG_NUMBER.search(raw) is not None:
+        return _stdlib_parse(raw)
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _stdlib_parse(raw)  # reads what orjson refuses, or words the error as DRF did
+    _depth_check(data)
+    return data  # orjson refuses lone surrogates itself
 
 
 # 19 digits and more: where orjson's integers end (and a float's text might hold them too,
 # which only costs the standard library's slower, identical reading)
 _LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def _depth_check(data: Any) -> None:
+    if type(data) in (dict, list) and json_depth_exceeds(data, MAX_JSON_DEPTH):
+        raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
 
 
 def _stdlib_parse(raw: bytes) -> Any:
@@ -99,22 +106,15 @@ def _stdlib_parse(raw: bytes) -> Any:
         raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as exc:  # what DRF's parser answers (UnicodeDecodeError is one)
         raise ParseError(f"JSON parse error - {exc}") from None
-    if type(data) in (dict, list) and json_depth_exceeds(data, MAX_JSON_DEPTH):
-        raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels deep")
+    _depth_check(data)
     if _SURROGATE_ESCAPE.search(text) and holds_lone_surrogate(data):
         raise ParseError("JSON parse error - a \\u escape names a lone surrogate, not a character")
     return data
 
 
 class BoundedJSONParser(JSONParser):
-    """DRF's parser for the views DRF serves: the body, in its declared charset, through json_parse."""
+    """DRF's parser for the views DRF serves: the body through json_parse."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
         encoding = get_encoding(parser_context or {})  # DRF's: an unknown charset is a 400
-        try:
-            raw = stream.read() if stream is not None else b""
-            if encoding.lower().replace("-", "") != "utf8":
-                raw = codecs.decode(raw, encoding).encode()
-        except (LookupError, ValueError) as exc:
-            raise ParseError(f"JSON parse error - {exc}") from None
-        return json_parse(raw)
+        return json_parse(stream.read() if stream is not None else b"", encoding)

@@ -166,6 +166,7 @@ class ServerKeyAuthentication(BaseAuthentication):
 
 
 _authentication = ServerKeyAuthentication()
+_UNSIGNED = "this endpoint needs a signed request (X-Key-Id, X-Signature)"
 
 
 class RedisUnreachable(ApiError):
@@ -220,9 +221,6 @@ def server_key_signed(request: HttpRequest, *, game: str, scope: str | None) -> 
     key = authenticated[1]
     server_key_allowed(key, game=game, scope=scope)
     return key
-
-
-_UNSIGNED = "this endpoint needs a signed request (X-Key-Id, X-Signature)"
 
 
 def server_key_permission(scope: str | None) -> type[BasePermission]:
