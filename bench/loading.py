@@ -116,7 +116,7 @@ def set_up(
     expires_at = datetime.now(UTC) + timedelta(days=1)
     tokens = {pk: make_player_token(game, pk, expires_at, f"p{pk}") for pk in {*rank_pool, *lists, *big_lists}}
     # as minting does (scores/services.py player_token_issue): the generation's mirror in Redis,
-    # so the thin path's board script finds it from a token's first read (docs/api.md §3.2)
+    # so a player's own read's board script finds it from a token's first read (docs/api.md §3.2)
     player_token_generations_mirror(dict.fromkeys(tokens, 0))
     step("tokens")
     release_django_connections()

@@ -280,7 +280,25 @@ def _friends_from_redis(
 def friends_board(
     board: BoardConfig, *, window: str, pk: int, members: list[int] | None = None, reply: list[Any] | None = None
 ) -> FriendsBoard:
-    """The player and their friends with a score in the window, ordered as on the board.
+    """The player and their friends with a score in the window, ordered as on the board
+    (friends_ranked's rows as entries)."""
+    rows, degraded = friends_ranked(board, window=window, pk=pk, members=members, reply=reply)
+    out = [
+        FriendEntry(
+            rank=rank,
+            board_rank=board_rank,
+            entry=board_entry(board, position=position, rank=board_rank, pk=m, encoded=encoded, profile=profile),
+        )
+        for rank, board_rank, m, position, encoded, profile in rows
+    ]
+    return FriendsBoard(window, out, degraded)
+
+
+def friends_ranked(
+    board: BoardConfig, *, window: str, pk: int, members: list[int] | None = None, reply: list[Any] | None = None
+) -> tuple[list[FriendRow], bool]:
+    """The player and their friends with a score in the window, ordered as on the board, as
+    plain tuples (no entry objects per friend), and whether Postgres answered (Redis down).
     `members`: [pk, *friend_pks(pk)] when the caller has it; `reply`: friends.lua's answer
     already fetched for them (friends_reply). Neither: on one Redis, one friends.lua round
     trip that reads the friend list too."""
@@ -297,18 +315,9 @@ def friends_board(
         members = [pk, *friend_pks(pk)] if members is None else members
         standings, profiles = selectors.durable_standings(board, window=window, pks=members)
         degraded = True
-    out = [
-        FriendEntry(
-            rank=rank,
-            board_rank=board_rank,
-            entry=board_entry(board, position=position, rank=board_rank, pk=m, encoded=encoded, profile=profile),
-        )
-        for rank, board_rank, m, position, encoded, profile in _friends_ranked(board, standings, profiles)
-    ]
-    return FriendsBoard(window, out, degraded)
+    return _friends_ranked(board, standings, profiles), degraded
 
 
-# (rank among friends, board rank, pk, 0-based board position, encoded, profile)
 FriendRow = tuple[int, int, int, int, int, Profile]
 
 
@@ -332,13 +341,6 @@ def _friends_ranked(
         (first_of[encoded >> bits] + 1, better + 1, m, position, encoded, profiles[m])
         for m, (encoded, position, better) in ordered
     ]
-
-
-def friends_rows(board: BoardConfig, *, window: str, reply: list[Any]) -> list[FriendRow]:
-    """friends_board's entries from friends.lua's answer, as plain tuples: for the thin path,
-    which writes them straight into the body (no entry objects per friend)."""
-    standings, profiles = _friends_from_redis(board, window, reply)
-    return _friends_ranked(board, standings, profiles)
 
 
 def member_standings(

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.request import Request
-from rest_framework.response import Response
 
 from boards.api.common import PLAYER_READ_ERRORS, WINDOW_PARAM, board_window
 from boards.api.players import PlayerReadApi
 from competitions.leagues import league_of
 from competitions.selectors import LeagueEntry, league_group_read
 from leaderboard_project.errors import ApiError, NotFound
+from leaderboard_project.plain import json_response
 
 
 class LeagueEntrySerializer(serializers.Serializer):
@@ -52,17 +52,18 @@ class LeagueApi(PlayerReadApi):
         parameters=[WINDOW_PARAM],
         responses={200: OutputSerializer, **PLAYER_READ_ERRORS},
     )
-    def get(self, request: Request, game: str, board: str, player: str) -> Response:
+    def get(self, request: HttpRequest, game: str, board: str, player: str) -> HttpResponse:
+        user, auth = self.reader(request)
         cfg, _, window = board_window(game, board, request)
         league = league_of(cfg)
         if league is None:
             raise NotFound(f"board {board!r} is not a league", code="not_a_league")
         if not window.startswith("season:"):
             raise ApiError("a league is read over a season window: ?window=season or season:<slug>", code="bad_window")
-        pk = self.player_pk(request, cfg, player)
+        pk = self.player_pk(user, auth, cfg, player)
         read = league_group_read(cfg, window=window, player_pk=pk)
         assert read is not None  # a league, checked above
-        return Response(
+        return json_response(
             {
                 "window": read.window,
                 "tier": read.tier,
@@ -70,7 +71,8 @@ class LeagueApi(PlayerReadApi):
                 "entries": [entry_body(e) for e in read.entries],
                 "promote_until": read.promote_until,
                 "relegate_from": read.relegate_from,
-            }
+            },
+            allow=self.allow,
         )
 
 

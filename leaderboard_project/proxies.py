@@ -6,7 +6,7 @@ the rightmost `X-Forwarded-For` address that is not a trusted proxy: walking fro
 (`REMOTE_ADDR`) leftwards while the hop is trusted, the first untrusted one. Whatever is left
 of it was written by the client itself and is never believed. `client_address` is the one
 place this is computed: the sign-in throttle (django-axes' AXES_CLIENT_IP_CALLABLE), the read
-limits (boards/throttles.py, the thin path) and anything else counting per address call it.
+limits (boards/throttles.py, a player's own read) and anything else counting per address call it.
 scripts/web.py gives its nginx the same rule (its realip module) from the same setting, parsed
 by `trusted_proxies_parse`, so both agree."""
 

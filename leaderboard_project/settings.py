@@ -404,9 +404,6 @@ LOGOUT_REDIRECT_URL = "/"
 PROCESS_STATE_FILE = os.environ.get("LEADERBOARD_PROCESS_STATE", "").strip()
 # docs/api.md §4: ended_at more than this far in the future is refused.
 MAX_ENDED_AT_FUTURE_SECONDS = 60
-# A player's own rank and friends reads answered without DRF's per-request machinery
-# (boards/api/thin.py, docs/reads.md "The thin path"); 0 sends them through the DRF views.
-BOARDS_THIN_READS = os.environ.get("BOARDS_THIN_READS", "1") == "1"
 # Admission control (docs/api.md §4.5, scores/admission.py, docs/operations.md): a submission is
 # refused 503 `overloaded` before anything is stored while the projector's oldest pending row is
 # older than ADMISSION_MAX_LAG_MS (0: never refuse) or more than ADMISSION_MAX_PENDING matches wait;

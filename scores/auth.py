@@ -14,7 +14,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core import signing
@@ -249,7 +249,7 @@ def make_player_token(
 ) -> str:
     """A signed, self-contained token: checking it needs no database read. With the player's
     id (`x`), a read of the player's own board pages needs no id lookup either (docs/reads.md,
-    "The thin path"); tokens without it are checked the same way. `generation` (`v`, left out
+    "A player's own read"); tokens without it are checked the same way. `generation` (`v`, left out
     while 0): the player's token generation when it was made; revoking raises the player's, and
     an older token is refused (player_token_generations)."""
     data: dict[str, object] = {"g": game_id, "p": player_pk, "e": int(expires_at.timestamp())}
@@ -277,7 +277,7 @@ class PlayerPrincipal:
 #
 # Postgres holds it (PlayerTokenGeneration); Redis mirrors it per player (rediskit/keys.py
 # player_tokens_key, through the credential store)
-# so that checking it costs one GET, or nothing extra on the thin path, whose board script reads
+# so that checking it costs one GET, or nothing extra on a player's own read, whose board script reads
 # it in the read's own round trip (page.lua, friends.lua). Revoking writes the mirror before its
 # transaction commits (services.player_tokens_revoke), so the next request anywhere sees it. A
 # missing mirror (never set, expired, Redis emptied) is read from Postgres and set again with
@@ -330,7 +330,7 @@ _tokens: dict[str, tuple[int, PlayerPrincipal]] = {}
 
 def player_from_token(token: str, *, check_revoked: bool = True) -> PlayerPrincipal | None:
     """The token's player, or None for a token that is invalid, expired or (unless the caller
-    checks that itself: the thin path, in its board script) revoked."""
+    checks that itself: a player's own read, in its board script) revoked."""
     hit = _tokens.get(token)
     if hit is None:
         try:
@@ -357,16 +357,41 @@ def player_from_token(token: str, *, check_revoked: bool = True) -> PlayerPrinci
     return hit[1]
 
 
+TOKEN_REFUSED = "the bearer token is invalid, expired or revoked"
+
+
 class PlayerTokenAuthentication(BaseAuthentication):
-    def authenticate(self, request: Request) -> tuple[PlayerPrincipal, str] | None:
+    def authenticate(self, request: Request, *, check_revoked: bool = True) -> tuple[PlayerPrincipal, str] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header.startswith("Bearer "):
             return None
         token = header[len("Bearer ") :].strip()
-        principal = player_from_token(token)
+        principal = player_from_token(token, check_revoked=check_revoked)
         if principal is None:
-            raise exceptions.AuthenticationFailed("the bearer token is invalid, expired or revoked")
+            raise exceptions.AuthenticationFailed(TOKEN_REFUSED)
         return principal, token
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="leaderboard"'
+
+
+_player_authentication = PlayerTokenAuthentication()
+
+
+def reader_authenticated(request: HttpRequest, *, check_revoked: bool = True) -> tuple[Any, Any]:
+    """(user, auth) of a plain Django request to a read that a server key, a player token or a
+    signed-in user may make, tried in that order as DRF tries ServerKeyAuthentication,
+    PlayerTokenAuthentication and SessionAuthentication: (None, None) when none applies.
+    Raises AuthenticationFailed (401) for credentials that fail. `check_revoked=False` leaves a
+    player token's revocation to the caller (the board script checks it in the read's own round
+    trip: boards/api/players.py)."""
+    signed = _authentication.authenticate(request)  # type: ignore[arg-type]
+    if signed is not None:
+        return signed
+    token = _player_authentication.authenticate(request, check_revoked=check_revoked)  # type: ignore[arg-type]
+    if token is not None:
+        return token
+    user = getattr(request, "user", None)  # Django's session (leaderboard_project/middleware.py)
+    if user is not None and user.is_active:
+        return user, None  # a safe method: SessionAuthentication's CSRF check passes it
+    return None, None

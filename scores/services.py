@@ -229,7 +229,7 @@ def player_token_issue(*, player: Player) -> tuple[str, datetime]:
     generation = (
         PlayerTokenGeneration.objects.filter(player_id=player.pk).values_list("generation", flat=True).first() or 0
     )
-    # the thin path's board script then finds the generation from the token's first read on
+    # a player's own read's board script then finds the generation from the token's first read on
     player_token_generations_mirror({player.pk: generation})
     token = make_player_token(player.game_id, player.pk, expires_at, player.external_id, generation)
     return token, expires_at

@@ -3,12 +3,10 @@ parsing, resolving a board and window, and the bodies' JSON."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-import orjson
-from django.http import QueryDict
+from django.http import HttpRequest, QueryDict
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
@@ -16,7 +14,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 
 from boards.cursor import CURSOR_RE
-from boards.types import BoardEntry, FriendEntry
+from boards.types import BoardEntry
 from leaderboard_project.errors import RATE_LIMITED, ErrorBodySerializer, NotFound
 from scores import windows
 from scores.ids import SLUG_RE
@@ -116,7 +114,7 @@ class WindowQuerySerializer(serializers.Serializer):
 
 
 class FriendEntrySerializer(EntrySerializer):
-    """An entry of the friends board: a board entry with two ranks (documents friend_entry_body)."""
+    """An entry of the friends board: a board entry with two ranks (documents boards/api/players.py friends_body)."""
 
     rank = serializers.IntegerField(help_text="among the player and their friends")
     board_rank = serializers.IntegerField(help_text="on the whole board")
@@ -137,21 +135,6 @@ class FriendsOutSerializer(BoardWindowOutSerializer):
 def entry_body(e: BoardEntry) -> dict[str, Any]:
     body = {
         "rank": e.rank,
-        "player": e.external_id,
-        "display_name": e.display_name,
-        "score": e.value,
-        "metadata": e.metadata,
-    }
-    if e.subscores is not None:
-        body["subscores"] = e.subscores
-    return body
-
-
-def friend_entry_body(f: FriendEntry) -> dict[str, Any]:
-    e = f.entry
-    body = {
-        "rank": f.rank,
-        "board_rank": f.board_rank,
         "player": e.external_id,
         "display_name": e.display_name,
         "score": e.value,
@@ -196,7 +179,7 @@ QUERY_DEFAULTS: dict[type[serializers.Serializer], dict[str, Any]] = {
 
 
 def board_window(
-    game: str, board: str, request: Request, query: type[serializers.Serializer] = WindowQuerySerializer
+    game: str, board: str, request: Request | HttpRequest, query: type[serializers.Serializer] = WindowQuerySerializer
 ) -> tuple[BoardConfig, dict[str, Any], str]:
     """The board a read names, its validated query, and the explicit window the query means."""
     cfg = board_config(game, board)
@@ -227,13 +210,14 @@ def plain_query(serializer_class: type[serializers.Serializer], params: QueryDic
     return out
 
 
-def parsed_query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
-    """The validated query. Plain parameters are read directly; anything unusual goes through
-    the serializer, which words the 400."""
-    out = plain_query(serializer_class, request._request.GET)
+def parsed_query(serializer_class: type[serializers.Serializer], request: Request | HttpRequest) -> dict[str, Any]:
+    """The validated query (of DRF's request or Django's). Plain parameters are read directly;
+    anything unusual goes through the serializer, which words the 400."""
+    params = getattr(request, "_request", request).GET
+    out = plain_query(serializer_class, params)
     if out is not None:
         return out
-    query = serializer_class(data=request.query_params)
+    query = serializer_class(data=params)
     query.is_valid(raise_exception=True)
     return query.validated_data
 
@@ -286,34 +270,3 @@ CURSOR_PARAM = OpenApiParameter(
     description="a page's next_cursor: the entries after that page's last one, at any depth (instead of offset)",
 )
 AROUND_PARAM = _int_param("around", "neighbours on each side")
-
-
-def json_bytes(body: dict[str, Any]) -> bytes:
-    """The body as DRF's JSONRenderer writes it (compact, UTF-8, U+2028/9 escaped), byte for
-    byte. orjson writes the same bytes several times faster, except for floats Python writes
-    with an exponent (below 1e-4, from 1e16: orjson writes `0.00001` for `1e-05`, `1e-7` for
-    `1e-07`) and integers beyond 64 bits (it refuses them); a body with either, and any orjson
-    refuses, is written by the standard library as before (tests/boards/test_thin_reads.py
-    compares the two on generated values). U+2028/9 are escaped as DRF does (orjson leaves them
-    raw)."""
-    try:
-        out = orjson.dumps(body)
-    except orjson.JSONEncodeError:
-        return _stdlib_json_bytes(body)
-    if _EXPONENT.search(out) is not None or b"0.0000" in out:
-        return _stdlib_json_bytes(body)
-    if b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out:
-        out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
-    return out
-
-
-# where orjson's float spelling may differ from Python's: an exponent (orjson writes `1e16`,
-# `1e-7`), or four zeros after the point; also matches such text inside a string, which only
-# costs the slower, identical path. The pattern starts with a literal, so the search skips
-# from one "e" to the next: the former `[0-9]e` tried every byte (0.8 ms on a 200-friend body)
-_EXPONENT = re.compile(rb"e[-+]?[0-9]")
-
-
-def _stdlib_json_bytes(body: dict[str, Any]) -> bytes:
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable
-from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from boards import selectors
 from boards.api.common import (
@@ -29,13 +22,10 @@ from boards.api.common import (
     TopQuerySerializer,
     board_window,
     entry_body,
-    json_bytes,
-    plain_query,
-    resolved_window,
 )
 from boards.cursor import BadCursor, board_after, cursor_decode, next_cursor
 from leaderboard_project.errors import ApiError
-from scores.selectors import cached_board
+from leaderboard_project.plain import JSON, PlainApiView, json_bytes
 
 ALLOW = "GET, HEAD, OPTIONS"  # what DRF's APIView says of this view
 
@@ -53,42 +43,30 @@ def edge_expires(computed_at: float) -> str:
     return f"@{int(computed_at)}"
 
 
-class TopApi(APIView):
+class TopApi(PlainApiView):
     """Public. A computed page is reused until the end of the TOP_CACHE_SECONDS period of the wall
     clock it was computed in (a quarter of a second by default: the page's age adds to the
     projector's delay, and docs/api.md §4 gives both together 1 s), from this process's memory
     or (for pages near the top) the shared cache, so identical reads cost Redis one query a
     period; the edge cache in front keeps a signed-out answer to the end of its whole second
-    (docs/reads.md, "The edge cache"). Pages are kept as encoded JSON."""
+    (docs/reads.md, "The edge cache"). Pages are kept as encoded JSON.
+
+    One implementation (docs/architecture.md, "One implementation per hot endpoint"): a GET
+    goes to `get` with Django's own request (leaderboard_project.plain.PlainApiView)."""
 
     content_negotiation_class = JsonOnly
+    plain_methods = ("GET", "HEAD")
+    allow = ALLOW
     _local: dict[str, tuple[float, bytes]] = {}
     _LOCAL_MAX = 1000  # pages kept in memory (at most ~20 kB each); the oldest go first
     SHARED_MAX_OFFSET = 1000  # deeper pages are rarely read twice in a second: not worth a SET
 
-    @classmethod
-    def as_view(cls, **initkwargs: Any) -> Callable[..., HttpResponse]:  # type: ignore[override]  # a plain view function
-        """DRF's view function behind `thin_top`: a page this process already holds for the
-        current second is answered without DRF's per-request machinery (the Request wrapper,
-        negotiation, the query serializer); anything else goes to DRF's view. It keeps DRF's
-        attributes (`cls`, `initkwargs`, `csrf_exempt`), so URL reversing and the OpenAPI
-        schema see the view."""
-        drf_view = super().as_view(**initkwargs)
-
-        def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if request.method == "GET" and settings.BOARDS_THIN_READS:
-                response = thin_top(request, **kwargs)
-                if response is not None:
-                    return response
-            return drf_view(request, *args, **kwargs)
-
-        return functools.wraps(drf_view)(view)
-
     @staticmethod
     def page_response(hit: tuple[float, bytes], expires: str) -> HttpResponse:
-        response = HttpResponse(hit[1], content_type="application/json")
+        response = HttpResponse(hit[1], content_type=JSON)
         response["Cache-Control"] = "public, max-age=1"
         response["X-Accel-Expires"] = expires
+        response["Allow"] = ALLOW
         return response
 
     @classmethod
@@ -124,7 +102,7 @@ class TopApi(APIView):
         parameters=[WINDOW_PARAM, REGION_PARAM, LIMIT_PARAM, OFFSET_PARAM, CURSOR_PARAM],
         responses={200: TopOutSerializer, **PUBLIC_READ_ERRORS},
     )
-    def get(self, request: Request, game: str, board: str) -> Response:
+    def get(self, request: HttpRequest, game: str, board: str) -> HttpResponse:
         cfg, q, window = board_window(game, board, request, TopQuerySerializer)
         cursor = q.get("cursor")
         if cursor is None:
@@ -166,27 +144,3 @@ class TopApi(APIView):
 
 def page_key(board_id: int, window: str, offset: int, limit: int) -> str:
     return f"top:{board_id}:{window}:{offset}:{limit}"
-
-
-def thin_top(request: HttpRequest, game: str, board: str) -> HttpResponse | None:
-    """GET .../top when this process computed that page in the current second (the common case
-    at any rate above one read a second per page and process): the bytes DRF's view answers
-    for it, headers included (`Allow` is what DRF's finalize_response adds). None for anything
-    else (a miss, a cursor, an unusual query, an unknown board or window), which DRF's view
-    answers as before, so every error and every computed page keeps its one implementation."""
-    cfg = cached_board(game, board_slug=board)
-    if cfg is None:
-        return None
-    q = plain_query(TopQuerySerializer, request.GET)
-    if q is None or "cursor" in q:
-        return None
-    try:
-        window = resolved_window(cfg, q["window"], q.get("region"))
-    except exceptions.APIException:
-        return None
-    hit = TopApi._local.get(page_key(cfg.id, window, q["offset"], q["limit"]))
-    if hit is None or cache_period(hit[0]) != cache_period(time.time()):
-        return None
-    response = TopApi.page_response(hit, edge_expires(hit[0]))
-    response["Allow"] = ALLOW
-    return response

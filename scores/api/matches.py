@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import APIException
 
 from leaderboard_project.errors import ApiError, ErrorBodySerializer, error_body
-from leaderboard_project.plain import accepts_json, exception_response, json_body, json_response
+from leaderboard_project.plain import PlainApiView, accepts_json, json_body, json_response
 from scores import ingest
 from scores.api.common import SUBMIT_ERRORS, ServerApiView
 from scores.api.match_body import BodyInvalid, batch_parse, match_parse
@@ -29,18 +27,12 @@ ALLOW = "POST, OPTIONS"  # what DRF's APIView answers in Allow for these views
 _AUTHENTICATE = ServerKeyAuthentication().authenticate_header(None)  # type: ignore[arg-type]
 
 
-class _SubmitApi(ServerApiView):
-    """A POST goes to `post` with Django's request; its errors are answered as DRF's exception
-    handler words them (leaderboard_project.plain.exception_response)."""
+class _SubmitApi(ServerApiView, PlainApiView):
+    """A POST goes to `post` with Django's request (leaderboard_project.plain.PlainApiView)."""
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.method != "POST":
-            return super().dispatch(request, *args, **kwargs)
-        self.args, self.kwargs = args, kwargs
-        try:
-            return self.post(request, **kwargs)
-        except (APIException, RequestDataTooBig) as exc:
-            return exception_response(exc, allow=ALLOW, authenticate=_AUTHENTICATE)
+    plain_methods = ("POST",)
+    allow = ALLOW
+    authenticate = _AUTHENTICATE
 
     def post(self, request: HttpRequest, game: str) -> HttpResponse:
         raise NotImplementedError  # each endpoint's own, decorated for the schema

@@ -101,7 +101,7 @@ class PlayerLoginLinkApi(ServerApiView):
 
 class PlayerTokensRevokeApi(ServerApiView):
     """An addition to the API (docs/api.md §3.2): every bearer token made for this player so
-    far is refused from the next request on (reads, the thin path, the websocket handshake),
+    far is refused from the next request on (every read, the websocket handshake),
     and open websockets on them are closed (4401) within seconds. Tokens made afterwards
     work. (drf-spectacular shows this docstring as the operation's description.)"""
 

@@ -1,28 +1,32 @@
-"""The thin path of a player's own rank and friends reads (boards/api/thin.py, docs/reads.md
-"The thin path") answers byte for byte what the DRF views answer, and what DRF's own JSON
-renderer writes, on one Redis and on the local cluster (where the DRF views answer both)."""
+"""One implementation per read (docs/architecture.md, "One implementation per hot endpoint"):
+every GET of a player's standing, their friends board and a board's top is answered by the
+view's own `get` (boards/api/players.py, boards/api/top.py), never by DRF's request machinery,
+on one Redis and on the local cluster. A player's own read (its hot form, docs/reads.md "A
+player's own read") answers byte for byte what a server key's read of the same player answers,
+and every body is what DRF's own JSON renderer writes for it."""
 
 from __future__ import annotations
 
 import json
 import re
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from django.test import Client, RequestFactory, override_settings
+from django.test import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
+from rest_framework.views import APIView
 
-from boards.api import thin
-from boards.api.common import _stdlib_json_bytes, json_bytes
-from boards.api.top import cache_period, thin_top
+from boards.api.top import TopApi, cache_period
 from boards.profiles import local_caches_clear
+from leaderboard_project.plain import _stdlib_json_bytes, json_bytes
 from leaderboard_project.proxies import trusted_proxies_parse
 from rediskit.client import get_redis
-from scores.models import Board, Player
+from scores.models import Board
 from scores.selectors import config_cache_clear
-from scores.services import player_token_issue
 from tests.boards.conftest import URL, player_client, submit
 from tests.boards.test_reads_operational import throttle_rates
 from tests.conftest import SignedClient
@@ -71,7 +75,7 @@ READS = [
     "/boards/rating/players/{p}/friends?window=season:s1",
     "/boards/points/players/{p}/friends",
     "/boards/golf/players/{p}/friends",
-    # what the thin path hands to the DRF view: errors and unusual queries
+    # errors and unusual queries
     "/boards/rating/players/{p}?around=51",
     "/boards/rating/players/{p}?around=",
     "/boards/rating/players/{p}?window=nope",
@@ -80,50 +84,61 @@ READS = [
 ]
 
 
-def answers(client: Client, path: str) -> tuple[int, bytes, dict[str, str | None]]:
+@pytest.fixture
+def drf_entries(monkeypatch) -> Iterator[list[str]]:
+    """Each request DRF's own machinery handled (APIView.initial: negotiation, authentication,
+    throttles), by method: observed, the behaviour unchanged."""
+    seen: list[str] = []
+    initial = APIView.initial
+
+    def observed(self: APIView, request: Any, *args: Any, **kwargs: Any) -> None:
+        seen.append(request.method)
+        return initial(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "initial", observed)
+    yield seen
+
+
+def answers(client: Client | SignedClient, path: str) -> tuple[int, bytes, dict[str, str | None]]:
     response = client.get(URL + path)
     headers = {h: response.get(h) for h in ("Content-Type", "Allow", "Cache-Control", "Vary")}
     return response.status_code, response.content, headers
 
 
-def test_the_thin_path_answers_what_the_drf_views_answer(social, topology) -> None:
+def test_a_players_own_read_answers_what_a_signed_read_of_them_answers(social, topology, drf_entries) -> None:
+    """The hot form (the token and the limits checked in the board script's round trip) and
+    the general one (a server key's read) give the same status, bytes and headers; each body
+    is what DRF's renderer writes for it; DRF's request machinery serves none of them."""
     for player in ("p1", "p2", "p4", "p5"):
         client = player_client(player)
         for read in READS:
             path = read.format(p=player)
-            thin_answer = answers(client, path)
-            with override_settings(BOARDS_THIN_READS=False):
-                drf_answer = answers(client, path)
-            assert thin_answer == drf_answer, path
-            status, body, _ = thin_answer
-            # and what DRF's renderer writes for that body, byte for byte
+            own = answers(client, path)
+            assert own == answers(social, path), path
+            status, body, headers = own
+            assert headers["Allow"] == "GET, HEAD, OPTIONS" and headers["Content-Type"] == "application/json"
             assert body == JSONRenderer().render(json.loads(body)), path
             if status == 200 and "/rating/players/p4" in path and "window=daily:2026-11-27" not in path:
                 assert b"\\u2028" in body and b"1e-05" in body  # the odd metadata went through
+            if status != 200:
+                assert set(json.loads(body)) == {"error"}, path
+    assert drf_entries == []
 
 
-def test_other_players_and_signed_reads_go_to_the_drf_view(social, topology) -> None:
-    """A friend's read, a server's read and a stranger's are answered by the DRF view
-    (authorization, 403): the thin path declines them."""
-    factory = RequestFactory()
-    p2_token, _ = player_token_issue(player=Player.objects.get(external_id="p2"))
-    own = factory.get(URL + "/boards/rating/players/p2", HTTP_AUTHORIZATION=f"Bearer {p2_token}")
-    friend = factory.get(URL + "/boards/rating/players/p1", HTTP_AUTHORIZATION=f"Bearer {p2_token}")
-    args = {"game": "chess", "board": "rating"}
-    taken = thin.standing(own, player="p2", **args)
-    assert (taken is not None) == (topology == "one")  # a sharded board's read fans out: DRF's
-    own_friends = factory.get(URL + "/boards/rating/players/p2/friends", HTTP_AUTHORIZATION=f"Bearer {p2_token}")
-    assert (thin.friends(own_friends, player="p2", **args) is not None) == (topology == "one")
-    assert thin.standing(friend, player="p1", **args) is None
-    assert thin.friends(friend, player="p1", **args) is None
-    for player, client in (("p1", player_client("p2")), ("p5", player_client("p1")), ("p3", social.client)):
-        for read in ("/boards/rating/players/{p}", "/boards/rating/players/{p}/friends"):
-            path = read.format(p=player)
-            signed = client is social.client
-            thin_answer = social.get(URL + path) if signed else client.get(URL + path)
-            with override_settings(BOARDS_THIN_READS=False):
-                drf_answer = social.get(URL + path) if signed else client.get(URL + path)
-            assert (thin_answer.status_code, thin_answer.content) == (drf_answer.status_code, drf_answer.content)
+def test_other_players_reads_are_answered_by_the_same_get(social, topology, drf_entries) -> None:
+    """A friend's read, a stranger's and an unauthenticated one: the same `get`, with the
+    statuses docs/api.md §3.3 gives (a friend reads, a stranger is refused 403, no credentials 401)."""
+    friend, stranger = player_client("p2"), player_client("p5")
+    for read in ("/boards/rating/players/{p}", "/boards/rating/players/{p}/friends"):
+        path = URL + read.format(p="p1")
+        assert friend.get(path).content == social.get(path).content
+        refused = stranger.get(URL + read.format(p="p3"))
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+        anonymous = Client().get(path)
+        assert anonymous.status_code == 401 and anonymous["WWW-Authenticate"] == 'HMAC-SHA256 realm="leaderboard"'
+        assert Client().head(path).status_code == 401
+        assert Client().options(path).status_code == 200  # OPTIONS is DRF's
+    assert drf_entries == ["OPTIONS", "OPTIONS"]
 
 
 TOP_READS = [
@@ -143,28 +158,27 @@ def top_answers(client: Client, path: str) -> tuple[int, bytes, dict[str, str | 
     return response.status_code, response.content, headers
 
 
-def test_a_top_page_this_process_holds_is_what_the_drf_view_answers(social, topology) -> None:
-    """A page computed in this second is answered by boards/api/top.py's thin_top: the same
-    status, bytes and headers as DRF's view, which answers it from the same cache."""
+def test_a_top_page_is_the_same_computed_or_held(social, topology, drf_entries) -> None:
+    """A page read first in this cache period (computed, or from the shared cache) and the same
+    page answered again from this process's memory: the same status, bytes and headers, by the
+    one `get`."""
     client = Client()
-    factory = RequestFactory()
     for path in TOP_READS:
         deadline = time.monotonic() + 10
         while True:  # both reads within one cache period (TOP_CACHE_SECONDS), so both answer one page
+            TopApi._local.clear()
             period = cache_period(time.time())
-            with override_settings(BOARDS_THIN_READS=False):
-                drf_answer = top_answers(client, path)
-            taken = thin_top(factory.get(URL + path), game="chess", board=path.split("/")[2])
-            thin_answer = top_answers(client, path)
+            computed = top_answers(client, path)
+            held = top_answers(client, path)
             if cache_period(time.time()) == period or time.monotonic() > deadline:
                 break
-        assert drf_answer[0] == 200, path
-        assert taken is not None, path
-        assert thin_answer == drf_answer, path
-        assert json.loads(thin_answer[1])["entries"] is not None
-    # a cursor, an odd query or an unknown board is declined: DRF answers those
-    for path in ("/boards/rating/top?cursor=abc", "/boards/rating/top?limit=0", "/boards/nope/top"):
-        assert thin_top(factory.get(URL + path), game="chess", board=path.split("/")[2].split("?")[0]) is None
+        assert computed[0] == 200, path
+        assert held == computed, path
+        assert computed[2]["Allow"] == "GET, HEAD, OPTIONS"
+        assert computed[1] == JSONRenderer().render(json.loads(computed[1]))
+    for path, code in (("/boards/rating/top?limit=0", 400), ("/boards/nope/top", 404)):
+        assert client.get(URL + path).status_code == code
+    assert drf_entries == []
 
 
 FRIENDS_READS = [r for r in READS if r.endswith("/friends") or "/friends?" in r]
@@ -174,8 +188,7 @@ def test_a_friends_read_answers_the_same_whatever_its_caches_hold(social, topolo
     """friends.lua reads the cached friend list and profiles in the board read's round trip
     (docs/reads.md, "One round trip per read"): with both caches warm, with this process's
     profiles forgotten (the script's copies are used), and with the friend list and every shared
-    profile gone too (the list reloaded from Postgres), a read gives the same bytes, by either
-    path."""
+    profile gone too (the list reloaded from Postgres), a read gives the same bytes."""
 
     def cold_shared() -> None:
         local_caches_clear()
@@ -187,14 +200,12 @@ def test_a_friends_read_answers_the_same_whatever_its_caches_hold(social, topolo
         client = player_client(player)
         for read in FRIENDS_READS:
             path = read.format(p=player)
-            for thin_reads in (True, False):
-                with override_settings(BOARDS_THIN_READS=thin_reads):
-                    seen = []
-                    for forget in (cold_shared, lambda: None, local_caches_clear):
-                        forget()
-                        seen.append(answers(client, path))
-                assert seen[0][0] == 200, path
-                assert seen[0] == seen[1] == seen[2], path
+            seen = []
+            for forget in (cold_shared, lambda: None, local_caches_clear):
+                forget()
+                seen.append(answers(client, path))
+            assert seen[0][0] == 200, path
+            assert seen[0] == seen[1] == seen[2], path
     # the list reloaded after a change is the new one
     assert social.request("PUT", f"{URL}/players/p1/friends", {"friends": ["p5"]}).status_code == 200
     body = json.loads(player_client("p1").get(URL + "/boards/rating/players/p1/friends").content)
@@ -202,18 +213,19 @@ def test_a_friends_read_answers_the_same_whatever_its_caches_hold(social, topolo
 
 
 @pytest.mark.parametrize("read", ["/boards/rating/players/p1", "/boards/rating/players/p1/friends"])
-def test_a_throttled_own_read_is_the_same_429(social, settings, read) -> None:
+def test_a_throttled_own_read_is_the_same_429_as_a_friends(social, settings, read) -> None:
+    """The player's own read counts its limits in the board script; a friend's read counts them
+    on its own, before the board is looked up: the same 429 either way."""
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"player_reads": "2/min", "address_reads": "1000/min"},
     }
-    client = player_client("p1")
     seen = []
-    for thin_reads in (True, False):
-        with override_settings(BOARDS_THIN_READS=thin_reads):
-            for key in get_redis().scan_iter("lb:throttle:*"):
-                get_redis().delete(key)
-            statuses = [client.get(URL + read) for _ in range(3)]
+    for reader in ("p1", "p2"):  # the player, then a friend
+        client = player_client(reader)
+        for key in get_redis().scan_iter("lb:throttle:*"):
+            get_redis().delete(key)
+        statuses = [client.get(URL + read) for _ in range(3)]
         assert [r.status_code for r in statuses] == [200, 200, 429]
         refused = statuses[-1]
         assert int(refused["Retry-After"]) >= 1
@@ -232,18 +244,17 @@ def test_the_address_limit_counts_the_forwarded_client_on_both_paths(social, set
     counter, and what a client writes left of the balancer's entry changes nothing."""
     throttle_rates(monkeypatch, player_reads="1000/min", address_reads="2/min")
     settings.TRUSTED_PROXIES = trusted_proxies_parse("10.20.0.0/16")
-    client = player_client("p1")
-    for thin_reads in (True, False):
-        with override_settings(BOARDS_THIN_READS=thin_reads):
-            for key in get_redis().scan_iter("lb:throttle:*"):
-                get_redis().delete(key)
+    for reader in ("p1", "p2"):  # the player's own read, then a friend's
+        client = player_client(reader)
+        for key in get_redis().scan_iter("lb:throttle:*"):
+            get_redis().delete(key)
 
-            def read_as(forwarded: str) -> int:
-                return client.get(URL + read, REMOTE_ADDR="10.20.0.4", HTTP_X_FORWARDED_FOR=forwarded).status_code
+        def read_as(forwarded: str, client: Client = client) -> int:
+            return client.get(URL + read, REMOTE_ADDR="10.20.0.4", HTTP_X_FORWARDED_FOR=forwarded).status_code
 
-            first = [read_as(f"192.0.2.{n}, 198.51.100.7") for n in range(3)]
-            other = read_as("198.51.100.7, 198.51.100.8")
-        assert (first, other) == ([200, 200, 429], 200), thin_reads
+        first = [read_as(f"192.0.2.{n}, 198.51.100.7") for n in range(3)]
+        other = read_as("198.51.100.7, 198.51.100.8")
+        assert (first, other) == ([200, 200, 429], 200), reader
 
 
 json_values = st.recursive(
@@ -253,6 +264,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.one_redis("writing JSON reads no board")
 @settings(max_examples=400, deadline=None)
 @given(json_values)
 def test_json_bytes_writes_what_drf_writes(value) -> None:
@@ -264,37 +276,21 @@ def test_json_bytes_writes_what_drf_writes(value) -> None:
     assert json_bytes(body) == expected == JSONRenderer().render(body)
 
 
-def test_the_openapi_schema_is_the_drf_views_schema() -> None:
-    """The URLs serve the wrapped view functions; the schema generated from them is the one
-    generated from DRF's own view functions."""
-    from django.urls import include, path
+@pytest.mark.one_redis("the schema reads no board")
+def test_the_openapi_schema_documents_the_reads() -> None:
+    """drf-spectacular reads the views' decorated `get`s: each read keeps its operation, its
+    parameters and its errors."""
     from drf_spectacular.generators import SchemaGenerator
-    from rest_framework.views import APIView
 
-    from boards.api import FriendsBoardApi, PlayerStandingApi, TopApi
-    from leaderboard_project import urls
-
-    assert PlayerStandingApi.as_view().cls is PlayerStandingApi
-
-    def plain(view_class):
-        return APIView.as_view.__func__(view_class)
-
-    board = urls.BOARD
-    drf_patterns = [
-        path(board + "players/<str:player>", plain(PlayerStandingApi), name="boards-player"),
-        path(board + "players/<str:player>/friends", plain(FriendsBoardApi), name="boards-friends"),
-        path(board + "top", plain(TopApi), name="boards-top"),
-    ]
-    wrapped = ("players", "top")
-    wrapped_patterns = [p for p in include("boards.urls")[0].urlpatterns if str(p.pattern).startswith(wrapped)]
-    wrapped_patterns = [path(board + str(p.pattern), p.callback, name=p.name) for p in wrapped_patterns]
-
-    def schema(patterns):
-        return json.dumps(SchemaGenerator(patterns=patterns).get_schema(request=None, public=True), sort_keys=True)
-
-    assert schema(wrapped_patterns) == schema(drf_patterns)
-    assert '"boards_player"' in schema(drf_patterns) and '"boards_friends"' in schema(drf_patterns)
-    assert '"boards_top"' in schema(drf_patterns)
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    ops = {op["operationId"]: op for item in schema["paths"].values() for op in item.values() if "operationId" in op}
+    for name, params, errors in (
+        ("boards_player", {"window", "region", "around"}, {"400", "401", "403", "404", "429"}),
+        ("boards_friends", {"window", "region"}, {"400", "401", "403", "404", "429"}),
+        ("boards_top", {"window", "region", "limit", "offset", "cursor"}, {"400", "404", "429"}),
+    ):
+        assert {p["name"] for p in ops[name]["parameters"] if p["in"] == "query"} == params, name
+        assert errors <= set(ops[name]["responses"]), name
 
 
 @pytest.mark.one_redis("one Redis: a sharded board's read is a pipeline per node (docs/reads.md)")
