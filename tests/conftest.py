@@ -369,3 +369,22 @@ def set_members(board_id: int, window: str) -> dict[bytes, float]:
     for key in set_keys(board_id, window):
         out.update(index.index().zrange(key, 0, -1, withscores=True))
     return out
+
+
+@pytest.fixture
+def drf_entries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Each request DRF's own machinery handled (APIView.initial: negotiation, authentication,
+    permissions, throttles), by method: observed, the behaviour unchanged. The hot endpoints'
+    tests assert that none of theirs reach it (docs/architecture.md, "One implementation per hot
+    endpoint")."""
+    from rest_framework.views import APIView
+
+    seen: list[str] = []
+    initial = APIView.initial
+
+    def observed(self: APIView, request: Any, *args: Any, **kwargs: Any) -> None:
+        seen.append(request.method)
+        return initial(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "initial", observed)
+    yield seen

@@ -120,6 +120,23 @@ class PlayerReadApi(PlainApiView):
             return pk
         raise exceptions.PermissionDenied("not allowed to read this player")
 
+    def located(
+        self,
+        request: HttpRequest,
+        query: type[serializers.Serializer],
+        read: Callable[[BoardConfig, str, dict[str, Any], PlayerPrincipal], CountedRead],
+    ) -> tuple[BoardConfig, dict[str, Any], str, int, list[Any] | None]:
+        """The read's board, query, window and player, every check passed in DRF's order, and
+        the board script's reply when a player's own read fetched it (`own_read`)."""
+        kw = self.kwargs
+        user, auth = reader_authenticated(request, check_revoked=False)
+        own = self.own_read(request, user, query, read)
+        if own is not None:
+            return own
+        self.checked(request, user)
+        cfg, q, window = board_window(kw["game"], kw["board"], request, query)
+        return cfg, q, window, self.player_pk(user, auth, cfg, kw["player"]), None
+
     def own_read(
         self,
         request: HttpRequest,
@@ -184,14 +201,7 @@ class PlayerStandingApi(PlayerReadApi):
         responses={200: PlayerOutSerializer, **PLAYER_READ_ERRORS},
     )
     def get(self, request: HttpRequest, game: str, board: str, player: str) -> HttpResponse:
-        user, auth = reader_authenticated(request, check_revoked=False)
-        own = self.own_read(request, user, PlayerQuerySerializer, _standing_read)
-        if own is not None:
-            cfg, q, window, pk, reply = own
-        else:
-            self.checked(request, user)
-            cfg, q, window = board_window(game, board, request, PlayerQuerySerializer)
-            pk, reply = self.player_pk(user, auth, cfg, player), None
+        cfg, q, window, pk, reply = self.located(request, PlayerQuerySerializer, _standing_read)
         standing = selectors.player_standing(cfg, window=window, pk=pk, around=q["around"], reply=reply)
         return json_response(standing_body(game, board, window, player, standing), allow=ALLOW)
 
@@ -204,14 +214,7 @@ class FriendsBoardApi(PlayerReadApi):
         responses={200: FriendsOutSerializer, **PLAYER_READ_ERRORS},
     )
     def get(self, request: HttpRequest, game: str, board: str, player: str) -> HttpResponse:
-        user, auth = reader_authenticated(request, check_revoked=False)
-        own = self.own_read(request, user, WindowQuerySerializer, _friends_read)
-        if own is not None:
-            cfg, _, window, pk, reply = own
-        else:
-            self.checked(request, user)
-            cfg, _, window = board_window(game, board, request)
-            pk, reply = self.player_pk(user, auth, cfg, player), None
+        cfg, _, window, pk, reply = self.located(request, WindowQuerySerializer, _friends_read)
         rows, degraded = selectors.friends_ranked(cfg, window=window, pk=pk, reply=reply)
         return json_response(friends_body(cfg, game, board, window, player, rows, degraded), allow=ALLOW)
 

@@ -23,6 +23,7 @@ from scores.services import player_token_issue
 from tests.anticheat.conftest import URL, drain, submit, top
 from tests.conftest import SignedClient, member_key
 from tests.factories import server_key
+from tests.polling import until
 
 # one Redis, and the cluster with sharded boards; submissions through the real projector process
 pytestmark = pytest.mark.usefixtures("topology", "real_projector")
@@ -219,7 +220,9 @@ def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, async_ch
     for i, score in enumerate([163, 180, 181, 182, 183]):
         submit(gs, f"g{i}", [{"player": "a", "board": "golf", "score": score}], at=f"2026-11-28T1{i}:00:00Z")
     submit(gs, "g9", [{"player": "a", "board": "golf", "score": 18}], at="2026-11-28T19:00:00Z")
-    assert drains_queued() == 1
+    # The projector queues the drain after its batch commits, beside the boards' mirror, so a
+    # match on the boards (what submit waits for) may not have queued it yet: wait for the queue
+    until(lambda: drains_queued() == 1, "the first batch's drain queued", timeout=10, every=0.02)
     assert CheckBacklog.objects.count() == 6
     assert Match.objects.get(match_id="g9").status == "accepted"
     assert check_pending() == 1
@@ -228,7 +231,7 @@ def test_submissions_queue_the_async_checks_and_one_drain_runs_them(gs, async_ch
     assert CheckBacklog.objects.count() == 0
     # the drain cleared its flag: the next submission queues a drain again
     submit(gs, "g10", [{"player": "b", "board": "golf", "score": 100}])
-    assert drains_queued() == 2
+    until(lambda: drains_queued() == 2, "the next batch's drain queued", timeout=10, every=0.02)
 
 
 def test_bulk_void_by_server_key_and_time_range(arena, gs) -> None:

@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from django.test import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
-from rest_framework.views import APIView
 
 from boards.api.top import TopApi, cache_period
 from boards.profiles import local_caches_clear
@@ -82,21 +79,6 @@ READS = [
     "/boards/nope/players/{p}",
     "/boards/rating/players/{p}?around=1&around=2",
 ]
-
-
-@pytest.fixture
-def drf_entries(monkeypatch) -> Iterator[list[str]]:
-    """Each request DRF's own machinery handled (APIView.initial: negotiation, authentication,
-    throttles), by method: observed, the behaviour unchanged."""
-    seen: list[str] = []
-    initial = APIView.initial
-
-    def observed(self: APIView, request: Any, *args: Any, **kwargs: Any) -> None:
-        seen.append(request.method)
-        return initial(self, request, *args, **kwargs)
-
-    monkeypatch.setattr(APIView, "initial", observed)
-    yield seen
 
 
 def answers(client: Client | SignedClient, path: str) -> tuple[int, bytes, dict[str, str | None]]:

@@ -6,13 +6,9 @@ game server can send gets from it the answer docs/api.md §4 and §14 give."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
 
-import pytest
 from django.utils import timezone
 from leaderboard_client.signing import sign
-from rest_framework.views import APIView
 
 from scores.models import Match
 from tests.conftest import SignedClient
@@ -25,21 +21,6 @@ GOOD = {
     "ended_at": "2026-11-29T18:59:58Z",
     "results": [{"player": "p1", "board": "rating", "score": 3}],
 }
-
-
-@pytest.fixture
-def drf_entries(monkeypatch) -> Iterator[list[str]]:
-    """Each request DRF's own machinery handled (APIView.initial: negotiation, authentication,
-    permissions, throttles), by method: observed, the behaviour unchanged."""
-    seen: list[str] = []
-    initial = APIView.initial
-
-    def observed(self: APIView, request: Any, *args: Any, **kwargs: Any) -> None:
-        seen.append(request.method)
-        return initial(self, request, *args, **kwargs)
-
-    monkeypatch.setattr(APIView, "initial", observed)
-    yield seen
 
 
 def _raw(server: SignedClient, path: str, raw: bytes, content_type: str = "application/json", **headers: str):
