@@ -318,6 +318,7 @@ def friends_ranked(
     return _friends_ranked(board, standings, profiles), degraded
 
 
+# (rank among friends, board rank, pk, 0-based board position, encoded, profile)
 FriendRow = tuple[int, int, int, int, int, Profile]
 
 
