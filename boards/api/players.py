@@ -15,6 +15,7 @@ as any other does."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,8 +62,13 @@ from scores.selectors import BoardConfig, cached_board
 ALLOW = "GET, HEAD, OPTIONS"  # what DRF's APIView answers in Allow for these views
 _AUTHENTICATE = ServerKeyAuthentication().authenticate_header(None)  # type: ignore[arg-type]
 
-# A board script's read with the rate limits' counters and a token guard (or None) folded in
+# A board script's read with the rate limits' counters, their ARGV and a token guard (or None)
+# folded in: what `counted` calls
 CountedRead = Callable[[list[str], list[int], "selectors.TokenGuard | None"], list[Any]]
+# A player's own read: the board, window, query and player first, then CountedRead's arguments
+OwnRead = Callable[
+    [BoardConfig, str, dict[str, Any], int, list[str], list[int], "selectors.TokenGuard | None"], list[Any]
+]
 
 
 class _Throttled:
@@ -124,7 +130,7 @@ class PlayerReadApi(PlainApiView):
         self,
         request: HttpRequest,
         query: type[serializers.Serializer],
-        read: Callable[[BoardConfig, str, dict[str, Any], PlayerPrincipal], CountedRead],
+        read: OwnRead,
     ) -> tuple[BoardConfig, dict[str, Any], str, int, list[Any] | None]:
         """The read's board, query, window and player, every check passed in DRF's order, and
         the board script's reply when a player's own read fetched it (`own_read`)."""
@@ -142,7 +148,7 @@ class PlayerReadApi(PlainApiView):
         request: HttpRequest,
         user: Any,
         query: type[serializers.Serializer],
-        read: Callable[[BoardConfig, str, dict[str, Any], PlayerPrincipal], CountedRead],
+        read: OwnRead,
     ) -> tuple[BoardConfig, dict[str, Any], str, int, list[Any] | None] | None:
         """A player token's read of its own pages on a board of one Redis, with plain
         parameters (the hot read): (board, query, window, player, the script's reply, None if
@@ -166,7 +172,13 @@ class PlayerReadApi(PlainApiView):
             window = resolved_window(cfg, q["window"], q.get("region"))
         except exceptions.APIException:
             return None  # the lookups word the 404
-        return cfg, q, window, user.player_pk, self.counted(request, user, read(cfg, window, q, user))
+        return (
+            cfg,
+            q,
+            window,
+            user.player_pk,
+            self.counted(request, user, functools.partial(read, cfg, window, q, user.player_pk)),
+        )
 
     @staticmethod
     def counted(request: HttpRequest, user: PlayerPrincipal, read: CountedRead) -> list[Any] | None:
@@ -219,16 +231,32 @@ class FriendsBoardApi(PlayerReadApi):
         return json_response(friends_body(cfg, game, board, window, player, rows, degraded), allow=ALLOW)
 
 
-def _standing_read(cfg: BoardConfig, window: str, q: dict[str, Any], user: PlayerPrincipal) -> CountedRead:
-    return lambda counters, limits, token: selectors.standing_reply(
-        cfg, window=window, pk=user.player_pk, around=q["around"], counters=counters, limits=limits, token=token
+def _standing_read(
+    cfg: BoardConfig,
+    window: str,
+    q: dict[str, Any],
+    pk: int,
+    counters: list[str],
+    limits: list[int],
+    token: selectors.TokenGuard | None,
+) -> list[Any]:
+    return selectors.standing_reply(
+        cfg, window=window, pk=pk, around=q["around"], counters=counters, limits=limits, token=token
     )
 
 
-def _friends_read(cfg: BoardConfig, window: str, q: dict[str, Any], user: PlayerPrincipal) -> CountedRead:
+def _friends_read(
+    cfg: BoardConfig,
+    window: str,
+    q: dict[str, Any],
+    pk: int,
+    counters: list[str],
+    limits: list[int],
+    token: selectors.TokenGuard | None,
+) -> list[Any]:
     # the friend list, the board and the profiles in one round trip (friends.lua)
-    return lambda counters, limits, token: selectors.friends_reply(
-        cfg, window=window, members=[user.player_pk], counters=counters, limits=limits, own_list=True, token=token
+    return selectors.friends_reply(
+        cfg, window=window, members=[pk], counters=counters, limits=limits, own_list=True, token=token
     )
 
 
