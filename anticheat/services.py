@@ -25,7 +25,7 @@ from django.utils import timezone
 from anticheat.models import AuditEntry, GameModerator, MatchFlag
 from anticheat.rules import Verdict
 from leaderboard_project.errors import Conflict, NotFound
-from scores import recompute
+from scores import events, recompute
 from scores import services as scores_services
 from scores.models import Game, Match, Player, PlayerAccount, ServerKey
 from scores.selectors import game_config
@@ -82,6 +82,16 @@ def match_get(*, game: Game, match_id: str) -> Match:
     return match
 
 
+def _events_draft(game_id: int, kind: str, match_ids: Sequence[str], *, reason: str = "") -> None:
+    """The feed's word of a decision on matches (scores/events.py): the moderator's reason,
+    where one was given, travels with it."""
+    at = events.event_at()
+    extra = {"reason": reason} if reason else {}
+    events.events_draft(
+        game_id=game_id, events=[events.event(kind, {"match_id": m, **extra}, at=at) for m in match_ids]
+    )
+
+
 def _flags_resolve(match_pks: Sequence[int]) -> None:
     MatchFlag.objects.filter(match_id__in=match_pks, resolved_at__isnull=True).update(resolved_at=timezone.now())
 
@@ -124,9 +134,10 @@ def matches_void(
         )
         pks = [pk for pk, _ in moved]
         counted = [pk for pk, before in moved if before == Match.Status.ACCEPTED]
+        ids = dict(Match.objects.filter(pk__in=pks).values_list("pk", "match_id"))
+        _events_draft(game.id, events.MATCH_VOIDED, [ids[pk] for pk in pks], reason=reason)
         touched = _recompute(game, counted, f"void: {reason}", refreeze=True)
         _flags_resolve(pks)
-        ids = dict(Match.objects.filter(pk__in=pks).values_list("pk", "match_id"))
         entries = [
             _audit(
                 actor,
@@ -232,6 +243,7 @@ def match_approve(*, match: Match, actor: Actor, reason: str = "") -> Match:
             raise MatchVoided(f"match {match.match_id!r} was voided; a voided match cannot be approved")
         previous = moved[0][1]
         if previous == Match.Status.HELD:
+            _events_draft(match.game_id, events.MATCH_APPROVED, [match.match_id], reason=reason)
             recompute.matches_count(game_config(match.game), match_pks=[match.pk])
         _flags_resolve([match.pk])
         _audit(
@@ -258,6 +270,7 @@ def match_hold(*, match: Match, verdict: Verdict, actor: Actor) -> bool:
         )
         if not moved:
             return False
+        _events_draft(match.game_id, events.MATCH_HELD, [match.match_id])
         recompute.matches_counted_since_arrival([match.pk])
         _recompute(match.game, [match.pk], f"hold: {verdict.reason}", refreeze=False)
         _flag_audited(match, verdict, actor, action=verdict.action, audit=AuditEntry.Action.HOLD, after_the_fact=True)

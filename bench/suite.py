@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import http.client
 import itertools
 import json
 import math
@@ -60,6 +61,7 @@ SCENARIOS = (
     "single-latest",  # single-match ingest on a latest board (absolute writes, docs/encoding.md)
     "batch",
     "freshness-loaded",
+    "events",  # one consumer reading the events feed the writes above filled, pages of 1,000
     "freeze",
 )
 SERVER = "web"  # bench/server.py: what `make run` starts
@@ -118,6 +120,7 @@ TARGETS: dict[str, tuple[Goal, ...]] = {
     "memory": (("≤ 100 B/member", lambda row: row["value"] <= 100),),
     "rebuild": (("≥ 300,000 entries/s", lambda row: row["value"] >= 300_000),),
     "freeze": (("< 5 s", lambda row: row["value"] < 5),),
+    "events": (("≥ 50,000 events/s", lambda row: (row["throughput"] or 0) >= 50_000),),
 }
 
 
@@ -669,6 +672,46 @@ def scenario_freshness(run: Run, name: str) -> None:
     run.details[name] = detail
 
 
+EVENTS_PAGE = 1000
+
+
+def scenario_events(run: Run, name: str) -> None:
+    """One consumer of the events feed (docs/api.md §13.1), as a studio's would read it: from
+    the oldest event, each page asked with the last `next`, pages of 1,000, one connection, for
+    --seconds (or until caught up). Events per second, and the cores each part used meanwhile."""
+    path = f"/api/v1/games/{environment.GAME_SLUG}/events?limit={EVENTS_PAGE}"
+    with serving(run) as srv:
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=REQUEST_TIMEOUT)
+        after, events, latencies = None, 0, []
+        cpu = monitor.CpuMeter(srv.pid)
+        cpu.start()
+        started = time.perf_counter()
+        while time.perf_counter() - started < run.args.seconds:
+            query = path + (f"&after={after}" if after else "")
+            sent = time.perf_counter()
+            conn.request("GET", query, headers=dict(loadgen.signed_headers(run.key, "GET", query)))
+            response = conn.getresponse()
+            body = json.loads(response.read())
+            latencies.append(time.perf_counter() - sent)
+            cpu.tick()
+            if response.status != 200:
+                raise environment.BenchError(f"events: {response.status} {body}")
+            if not body["events"]:
+                break  # caught up
+            events += len(body["events"])
+            after = body["next"]
+        seconds = time.perf_counter() - started
+        cores = cpu.stop()
+        conn.close()
+    rate = events / seconds if seconds else 0.0
+    run.details[name] = {
+        "events": events, "pages": len(latencies), "seconds": round(seconds, 3), "events_per_s": round(rate),
+        "latency_ms": report.latency_ms(sorted(latencies)), "cpu_cores": cores,
+        "check": "ok" if events else "the feed was empty (run a writing scenario first)",
+    }  # fmt: skip
+    log(f"events: {events:,} events in {len(latencies):,} pages, {seconds:.1f} s: {rate:,.0f} events/s")
+
+
 # The scenarios over HTTP, while the servers run; redis runs before them, freeze after.
 HTTP_SCENARIOS: dict[str, Callable[[Run, str], None]] = {
     **dict.fromkeys(
@@ -679,6 +722,7 @@ HTTP_SCENARIOS: dict[str, Callable[[Run, str], None]] = {
     "freshness": scenario_freshness,
     "freshness-loaded": scenario_freshness,
     **dict.fromkeys(("single", "single-direct", "single-latest", "batch"), scenario_ingest),
+    "events": scenario_events,
 }
 
 
@@ -750,8 +794,10 @@ ROWS: tuple[tuple[str, str, str, dict[str, str | None]], ...] = (
     ("mixed", "mixed 5/60/30/5", "req/s", {"x_bare": "bare"}),
     ("freshness", "freshness (2xx to visible)", "probes/s", {}),
     ("freshness-loaded", "freshness beside batch ingest", "probes/s", {}),
+    ("events", "events feed, one consumer, pages of 1,000", "events/s", {}),
 )
-THROUGHPUT = {"req/s": "requests_per_s", "results/s": "results_per_s", "probes/s": "probes_per_s"}
+THROUGHPUT = {"req/s": "requests_per_s", "results/s": "results_per_s", "probes/s": "probes_per_s",
+              "events/s": "events_per_s"}  # fmt: skip
 ANCHOR_OF = {
     ZADD: "raw Redis",
     ZREVRANK: "raw Redis",

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
-from scores import encoding, pgarrays
+from scores import encoding, events, pgarrays
 from scores.ingest import MatchIn
 from scores.ingest.refusals import Refused
 from scores.models import Season
@@ -267,13 +267,47 @@ def league_settle(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowF
             SELECT %s, %s, u.p, u.t FROM unnest(%s::bigint[], %s::int[]) AS u(p, t)
             ON CONFLICT (board_id, season_id, player_id) DO UPDATE SET tier_next = EXCLUDED.tier_next
             WHERE o.tier_next IS DISTINCT FROM EXCLUDED.tier_next
-            RETURNING player_id, tier_next
+            RETURNING player_id, tier_next, xmax <> 0
             """,
             [board.id, season_id, pgarrays.ints(p for p, _ in outcome), pgarrays.ints(t for _, t in outcome)],
         )
-        changed = sorted(cur.fetchall())
+        returned = sorted(cur.fetchall())
+        _moves_draft(cur, board, league, groups, returned)
+        changed = [(p, t) for p, t, _ in returned]
         if changed:
             _next_season_correct(cur, board, season_id=season_id, changed=changed, cap=league.size)
+
+
+def _moves_draft(
+    cur: CursorWrapper,
+    board: BoardConfig,
+    league: League,
+    groups: dict[int, list[tuple[int, int]]],
+    returned: list[tuple[int, int, bool]],
+) -> None:
+    """league.moved for each player whose next tier differs from this season's, and for each
+    outcome a re-freeze corrected (even back to the same tier: it undoes a move told before)."""
+    season_tier = {p: t for members in groups.values() for p, t in members}
+    moves = [(p, season_tier[p], t) for p, t, corrected in returned if corrected or season_tier.get(p, t) != t]
+    if not moves:
+        return
+    cur.execute(
+        "SELECT id, external_id FROM scores_player WHERE id = ANY(%s::bigint[])",
+        [pgarrays.ints(p for p, _, _ in moves)],
+    )
+    external = dict(cur.fetchall())
+    at = events.event_at()
+    events.events_draft(
+        game_id=board.game_id,
+        events=[
+            events.event(
+                events.LEAGUE_MOVED,
+                {"player": external[p], "board": board.slug, "from_tier": league.tiers[a], "to_tier": league.tiers[b]},
+                at=at,
+            )
+            for p, a, b in moves
+        ],
+    )
 
 
 def _next_season_correct(

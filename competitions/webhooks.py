@@ -29,6 +29,7 @@ from competitions.models import WebhookDelivery, WebhookEvent, WebhookSecret
 from competitions.receivers import Refused, vetted_addresses
 from competitions.settlement import deepest_rewarded, reward_for
 from competitions.tournaments import tournament_of
+from scores import events
 from scores.models import Game
 from scores.selectors import BoardConfig, cached_game_config
 from seasons.models import FrozenStanding, StandingChange, WindowFreeze
@@ -65,10 +66,18 @@ def signature(secret: str, *, t: int, body: bytes) -> str:
 
 def webhook_events_write(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowFreeze | None) -> None:
     """Called by seasons' freeze hook inside the freeze's transaction: one event per freeze or
-    re-freeze, one delivery per subscribed URL. Nothing when the game subscribes to none."""
+    re-freeze, in the events feed (scores/events.py) and, for each subscribed URL, one delivery."""
     config = cached_game_config(board.game_slug, stale_ok=False)
     assert config is not None
     event_type = _event_type(board, freeze=freeze, previous=previous)
+    data = (
+        {"board": board.slug}
+        if event_type == events.TOURNAMENT_ENDED
+        else {"board": board.slug, "window": freeze.window, "version": freeze.version}
+    )
+    events.events_draft(
+        game_id=board.game_id, events=[events.event(event_type, data, at=events.event_at(freeze.frozen_at))]
+    )
     urls = [h["url"] for h in (config.game.webhooks or []) if event_type in h["events"]]
     if not urls:
         return
@@ -121,10 +130,10 @@ def _event_type(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowFre
     standings twice. Any other first freeze (a recurring tournament's day or week too) is
     `window.frozen`."""
     if previous is not None:
-        return "window.refrozen"
+        return events.WINDOW_REFROZEN
     if freeze.window == "all" and tournament_of(board) is not None:
-        return "tournament.ended"
-    return "window.frozen"
+        return events.TOURNAMENT_ENDED
+    return events.WINDOW_FROZEN
 
 
 def _kick() -> None:

@@ -494,6 +494,10 @@ CELERY_BEAT_SCHEDULE = {
 PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 WEBHOOK_TIMEOUT_SECONDS = min(float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "10")), 10.0)
 WEBHOOK_ALLOW_PRIVATE = os.environ.get("WEBHOOK_ALLOW_PRIVATE", "0") == "1"
+
+# The events feed (docs/api.md §13.1, scores/events.py): whole days of it older than this are
+# dropped by the projector's hourly upkeep; a cursor into them is answered 410 cursor_expired.
+EVENTS_RETENTION_DAYS = max(1, int(os.environ.get("EVENTS_RETENTION_DAYS", "7")))
 # Enqueue the heavier anti-cheat checks (Celery) on every accepted match (docs/moderation.md).
 ANTICHEAT_ASYNC_CHECKS = os.environ.get("ANTICHEAT_ASYNC_CHECKS", "1") != "0"
 

@@ -17,6 +17,10 @@ Transaction-level advisory locks keyed (namespace, number):
   so large submissions pass admission control one at a time, each seeing the ones before it
   in the backlog (scores/admission.py).
 
+- FEED (number 0): taken by the events feed's trigger at COMMIT, after every other statement,
+  and held to the end of the commit: positions become visible in the order they were taken
+  (scores/events.py). Always the last lock a transaction takes.
+
 And a session-level one, OWN (number = lane): a projector process owns a lane while it holds
 it on its LISTEN connection (scores/projection/runner.py).
 
@@ -33,6 +37,7 @@ INGEST = 7301
 APPLY = 7302
 OWN = 7303
 ADMIT = 7304
+FEED = 7305  # the events feed's positions: taken at COMMIT by scores_event_publish (migration 0026)
 
 # The projector's lanes: a result belongs to lane player pk modulo LANES, and each lane is
 # applied by one applier at a time (its APPLY lock), so up to LANES projector processes run side

@@ -152,7 +152,7 @@ class ServerKey(models.Model):
     """A game server's signing key. The secret is derived from the key id, a random salt and
     a pepper held only in the environment, so the table alone cannot sign anything."""
 
-    SCOPES = ("submit", "moderate")
+    SCOPES = ("submit", "moderate", "events")
     game_path = "game"
 
     game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="server_keys")
@@ -455,3 +455,42 @@ class WindowCutoff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.board_id} {self.window} cut at {self.cut_at:%Y-%m-%d %H:%M:%S}"
+
+
+class EventDraft(models.Model):
+    """Events a transaction has written and not yet published: the trigger of migration 0026
+    moves them into the feed at COMMIT (scores/events.py). Never seen outside its transaction."""
+
+    game_id = models.BigIntegerField()
+    events = models.TextField()  # one JSON object a line
+    count = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"draft {self.pk} ({self.count} events)"
+
+
+class Event(models.Model):
+    """A chunk of the events feed (docs/api.md §13.1): up to 1000 events of one game, published
+    by one transaction at position `pos`. Partitioned by the day of `at` (migration 0026), the
+    unit retention drops; event i of the chunk has the cursor "<pos>-<i>"."""
+
+    pos = models.BigIntegerField(primary_key=True)
+    game_id = models.BigIntegerField()
+    at = models.DateTimeField()
+    count = models.IntegerField()
+    events = models.TextField()  # one JSON object a line, {"type", "at", "data"}
+
+    def __str__(self) -> str:
+        return f"events {self.pos}-0..{self.count - 1}"
+
+
+class EventFloor(models.Model):
+    """The last event retention dropped (one row, id 1; none before the first drop): a cursor
+    before it is expired (410 cursor_expired)."""
+
+    id = models.SmallIntegerField(primary_key=True)
+    pos = models.BigIntegerField()
+    idx = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"events floor {self.pos}-{self.idx}"

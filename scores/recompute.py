@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from django.db import connection
 
-from scores import encoding, locks, pgarrays
+from scores import encoding, events, locks, pgarrays
 from scores.cutoffs import COUNTS_FROM, cutoffs_of
 from scores.ingest import MatchIn, ResultIn
 from scores.locks import LANES, lane_of
@@ -186,7 +186,7 @@ def matches_count(config: GameConfig, *, match_pks: Sequence[int]) -> int:
 
 
 _LOCK_VALUES = """
-SELECT pv.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS u(w, p, n)
+SELECT pv."window", pv.player_id, pv.value FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS u(w, p, n)
 JOIN scores_playervalue pv ON pv.board_id = %s AND pv."window" = u.w AND pv.player_id = u.p
 ORDER BY u.n FOR UPDATE OF pv
 """
@@ -281,10 +281,12 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
     boards = {b.id: b for b in config.boards.values()}
     cutoffs = cutoffs_of({(b, w) for b, w, _ in refs})
     touched: list[Ref] = []
+    changes: list[tuple[str, str, int, int | None, int | None]] = []  # board, window, player pk, before, after
     with connection.cursor() as cur:
         for board_id, items in by_board.items():
             board = boards[board_id]
             cur.execute(_LOCK_VALUES, [[w for w, _ in items], [p for _, p in items], board_id])
+            before = {(w, p): v for w, p, v in cur.fetchall()}
             spans = [bounds(w, config.timezone_of(w), config.seasons) or (None, None) for w, _ in items]
             params = {
                 "board": board_id,
@@ -344,7 +346,34 @@ def values_recompute(config: GameConfig, *, refs: set[Ref], reason: str) -> list
                     [[w for w, _ in gone], [p for _, p in gone], board_id],
                 )
             touched.extend((board_id, w, p) for w, p in items)
+            after = {(f.window, f.player_id): f.value for f in found}
+            changes.extend(
+                (board.slug, w, p, before.get((w, p)), after.get((w, p)))
+                for w, p in items
+                if before.get((w, p)) != after.get((w, p))
+            )
+    _events_draft(config, changes)
     if touched:
         outbox_id = outbox_insert(outbox_entries(touched), rewrite=True)
         send_on_commit(values_rewritten, outbox_id=outbox_id, refs=touched, reason=reason)
     return touched
+
+
+def _events_draft(config: GameConfig, changes: list[tuple[str, str, int, int | None, int | None]]) -> None:
+    """value.changed for each value the recompute moved (scores/events.py)."""
+    if not changes:
+        return
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT id, external_id FROM scores_player WHERE id = ANY(%s::bigint[])",
+            [pgarrays.ints(sorted({p for _, _, p, _, _ in changes}))],
+        )
+        external = dict(cur.fetchall())
+    at = events.event_at()
+    events.events_draft(
+        game_id=config.game.id,
+        events=[
+            events.value_changed(player=external[p], board=board, window=w, before=b, after=a, at=at)
+            for board, w, p, b, a in changes
+        ],
+    )

@@ -258,7 +258,7 @@ def game(transactional_db):
 
 @pytest.fixture
 def server(game) -> SignedClient:
-    key, secret = server_key(game, scopes=("submit", "moderate"))
+    key, secret = server_key(game, scopes=("submit", "moderate", "events"))
     return SignedClient(key.key_id, secret)
 
 
@@ -286,7 +286,7 @@ def reset_results() -> None:
     # Taking them in the projector's order first makes the reset wait for the fold instead.
     tables = (
         "scores_pending, scores_match, scores_result, scores_windowcutoff, scores_playervalue, scores_player, "
-        "scores_friendship, scores_boardoutbox"
+        "scores_friendship, scores_boardoutbox, scores_event, scores_eventfloor"
     )
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")

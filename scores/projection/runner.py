@@ -31,6 +31,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from leaderboard_project.database import connect_params
+from scores.events import events_prune
 from scores.locks import ALL_LANES, NOTIFY_CHANNEL, OWN
 from scores.partitions import result_partitions_ensure
 from scores.projection.batch import MAX_MATCHES, batch_apply
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 
 OWN_RETRY_SECONDS = 5.0
 RECONNECT_PAUSE = 0.5  # seconds between attempts to reach Postgres again
-RESULT_PARTITIONS_EVERY_SECONDS = 3600.0  # the day partitions made ahead (scores/partitions.py)
+# the day partitions made ahead (scores/partitions.py), the events feed's retention (scores/events.py)
+UPKEEP_EVERY_SECONDS = 3600.0
 REPORT_EVERY_SECONDS = 30.0
 # While submissions keep coming, at most one batch per interval (a backlog is taken at once,
 # batch after full batch; the first submission after a quiet spell is applied at once): the
@@ -116,11 +118,15 @@ class Projector:
         self._disconnect()
         return self.totals
 
+    def _upkeep(self) -> None:
+        result_partitions_ensure()
+        events_prune()
+
     def _run_connected(self) -> None:
         self._connect()
         now = time.monotonic()
-        own_at = result_partitions_at = report_at = now
-        result_partitions_ensure()
+        own_at = upkeep_at = report_at = now
+        self._upkeep()
         self._own()
         log.info("projector: owns lanes %s of %s", ranges(self._owned), ranges(self.wanted))
         while not self.stopping.is_set():
@@ -132,9 +138,9 @@ class Projector:
                     self._own()
                     if self._owned != before:
                         log.info("projector: now owns lanes %s", ranges(self._owned))
-            if now >= result_partitions_at + RESULT_PARTITIONS_EVERY_SECONDS:
-                result_partitions_at = now
-                result_partitions_ensure()
+            if now >= upkeep_at + UPKEEP_EVERY_SECONDS:
+                upkeep_at = now
+                self._upkeep()
             if now >= report_at + REPORT_EVERY_SECONDS:
                 report_at = now
                 self._report()

@@ -25,11 +25,12 @@ does the per-result work in C; Python only shapes what changed.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from scores import encoding, pgarrays
+from scores import encoding, events, pgarrays
 from scores.cutoffs import COUNTS_FROM
 from scores.locks import LANES
 from scores.outbox import outbox_entries, outbox_insert
@@ -195,7 +196,7 @@ WITH picked AS (
     -- the same value reached earlier within its second (the encoding counts whole seconds) is
     -- the one kept, whatever order the results arrive in: docs/encoding.md, "Time resolution"
     WHERE EXCLUDED.encoded > pv.encoded OR (EXCLUDED.encoded = pv.encoded AND EXCLUDED.reached_at < pv.reached_at)
-    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded, pv.value
 ), total_new AS (
     SELECT x.board_id, x."window", x.player_id, SUM(x.score)::bigint AS value,
         COALESCE(MAX(x.ended_at) FILTER (WHERE x.score > 0), MIN(x.ended_at)) AS reached_at,
@@ -218,7 +219,7 @@ WITH picked AS (
         metadata = CASE WHEN EXCLUDED.latest_at >= pv.latest_at THEN EXCLUDED.metadata ELSE pv.metadata END,
         latest_at = GREATEST(pv.latest_at, EXCLUDED.latest_at),
         updated_at = clock_timestamp()
-    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded, pv.value
 ), latest_new AS (
     -- latest boards: the most recent result (ended_at, then match_id bytes, then the last of a
     -- match's results), kept only if it is more recent than the stored one: the encoded score
@@ -243,7 +244,7 @@ WITH picked AS (
         updated_at = clock_timestamp()
     WHERE EXCLUDED.latest_at > pv.latest_at OR (EXCLUDED.latest_at = pv.latest_at
         AND EXCLUDED.latest_match COLLATE "C" > COALESCE(pv.latest_match, '') COLLATE "C")
-    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded, pv.value
 ), signed_in AS (
     -- totals whose results may subtract, clamped at the board's floor in the order the results
     -- happened (docs/encoding.md, "Values that fall"): a batch continues the stored total when
@@ -299,20 +300,43 @@ WITH picked AS (
         value = EXCLUDED.value, reached_at = EXCLUDED.reached_at, encoded = EXCLUDED.encoded,
         metadata = EXCLUDED.metadata, latest_at = EXCLUDED.latest_at, latest_match = EXCLUDED.latest_match,
         updated_at = clock_timestamp()
-    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded
+    RETURNING pv.board_id, pv."window", pv.player_id, pv.encoded, pv.value
 ), names AS (
     UPDATE scores_player p SET display_name = n.display_name
     FROM (SELECT DISTINCT ON (player_id) player_id, display_name FROM res
           WHERE display_name IS NOT NULL ORDER BY player_id, match_id DESC) n
     WHERE p.id = n.player_id AND p.display_name <> n.display_name
     RETURNING 1
-), changed AS (
-    SELECT * FROM best UNION ALL SELECT * FROM total UNION ALL SELECT * FROM latest UNION ALL SELECT * FROM signed
+), changed AS MATERIALIZED (
+    -- with what the events feed says of each change (scores/events.py): the value before, read
+    -- from the statement's snapshot, which none of the upserts above has touched yet
+    SELECT c.board_id, c."window", c.player_id, c.encoded, c.value, o.value AS before, b.game_id, b.slug,
+        p.external_id
+    FROM (SELECT * FROM best UNION ALL SELECT * FROM total UNION ALL SELECT * FROM latest
+          UNION ALL SELECT * FROM signed) c
+    JOIN scores_board b ON b.id = c.board_id
+    JOIN scores_player p ON p.id = c.player_id
+    LEFT JOIN scores_playervalue o ON o.board_id = c.board_id AND o."window" = c."window" AND o.player_id = c.player_id
+), decided AS MATERIALIZED (
+    -- the matches the feed hears of here: accepted or held on arrival, each once, from the
+    -- lowest lane its results' players fall in (a match may be pending in several lanes). A
+    -- match a person decided (an approval counted through here) is told of by that decision.
+    -- (No ORDER BY in the lookup: it made the planner walk a partition's primary key.)
+    SELECT m.game_id, m.match_id, m.status FROM (SELECT DISTINCT lane, pk FROM wanted) w
+    JOIN scores_match m ON m.id = w.pk
+    WHERE m.status IN ('accepted', 'held') AND m.decided_at IS NULL
+      AND w.lane = (SELECT min(mod(r.player_id, {LANES})) FROM scores_result r
+                    WHERE r.match_id = w.pk AND r.ended_at = m.ended_at)
 )
 SELECT (SELECT count(*) FROM claimed), (SELECT min(created_at) FROM claimed),
     (SELECT array_agg(DISTINCT pk) FROM wanted), (SELECT count(*) FROM res), (SELECT count(*) FROM names),
     (SELECT array_agg(board_id) FROM changed), (SELECT array_agg("window") FROM changed),
-    (SELECT array_agg(player_id) FROM changed), (SELECT array_agg(encoded) FROM changed)
+    (SELECT array_agg(player_id) FROM changed), (SELECT array_agg(encoded) FROM changed),
+    (SELECT array_agg(game_id) FROM changed), (SELECT array_agg(slug) FROM changed),
+    (SELECT array_agg(external_id) FROM changed), (SELECT array_agg(before) FROM changed),
+    (SELECT array_agg(value) FROM changed),
+    (SELECT array_agg(game_id) FROM decided), (SELECT array_agg(match_id) FROM decided),
+    (SELECT array_agg(status) FROM decided)
 """
 
 
@@ -338,9 +362,38 @@ def values_project(*, lanes: Sequence[int], max_matches: int, upto_id: int | Non
         "max": max_matches,
         **encoding.sql_params(),
     }
-    ((rows, oldest, match_pks, results, _, boards, windows, players, encoded),) = fetch_prepared(FOLD, params)
+    (row,) = fetch_prepared(FOLD, params)
+    rows, oldest, match_pks, results, _, boards, windows, players, encoded = row[:9]
     changed = list(zip(boards or [], windows or [], players or [], encoded or [], strict=True))
     if changed:
         outbox_id = outbox_insert(outbox_entries((b, w, p) for b, w, p, _ in changed))
         send_on_commit(score_accepted, outbox_id=outbox_id, values=changed)
+    _events_draft(windows or [], *row[9:])
     return Folded(rows, oldest, match_pks or [], results, changed)
+
+
+def _events_draft(
+    windows: list[str],
+    games: list[int] | None,
+    slugs: list[str] | None,
+    players: list[str] | None,
+    befores: list[int | None] | None,
+    afters: list[int] | None,
+    match_games: list[int] | None,
+    match_ids: list[str] | None,
+    statuses: list[str] | None,
+) -> None:
+    """The batch's events, per game: its matches, then the values they changed."""
+    by_game: dict[int, list[events.Event]] = defaultdict(list)
+    at = events.event_at()
+    for game_id, match_id, status in zip(match_games or [], match_ids or [], statuses or [], strict=True):
+        kind = events.MATCH_ACCEPTED if status == "accepted" else events.MATCH_HELD
+        by_game[game_id].append(events.event(kind, {"match_id": match_id}, at=at))
+    for game_id, board, window, player, before, after in zip(
+        games or [], slugs or [], windows, players or [], befores or [], afters or [], strict=True
+    ):
+        if before != after:  # a best value reached earlier within its second: same value
+            by_game[game_id].append(
+                events.value_changed(player=player, board=board, window=window, before=before, after=after, at=at)
+            )
+    events.events_draft_grouped(by_game)

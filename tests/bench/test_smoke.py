@@ -41,6 +41,7 @@ ROWS = (
     "friends (1000)",
     "mixed 5/60/30/5",
     "freshness (2xx to visible)",
+    "events feed, one consumer, pages of 1,000",
 )
 
 
@@ -117,6 +118,9 @@ def test_every_scenario_has_sane_numbers(smoke) -> None:
         assert details[name]["requests_per_s"] > 0
     assert data["correctness"]["ranks"]["ok"], data["correctness"]["ranks"]["mismatches"]
     assert details["freeze"]["entries"] == details["freeze"]["players"] >= 2000
+    # the writing scenarios' events, read back by one consumer (docs/api.md §13.1)
+    assert details["events"]["events"] > details["batch"]["durable"]["acked"], details["events"]
+    assert details["events"]["check"] == "ok" and details["events"]["events_per_s"] > 0
 
 
 def test_summary_covers_every_figure_with_its_anchor_ratios(smoke) -> None:

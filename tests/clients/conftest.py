@@ -34,7 +34,7 @@ JS_PACKAGE = Path(settings.BASE_DIR) / "clients" / "js"
 @pytest.fixture
 def served(transactional_db) -> Iterator[dict[str, str]]:
     call_command("apply_game_config", str(PYTHON_PACKAGE / "tests" / "game.toml"), stdout=io.StringIO())
-    key, secret = server_key(Game.objects.get(slug="clients"), scopes=("submit", "moderate"))
+    key, secret = server_key(Game.objects.get(slug="clients"), scopes=("submit", "moderate", "events"))
     web: WebServer
     for web in _web("leaderboard_project.settings_test"):
         env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}

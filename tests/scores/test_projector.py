@@ -116,9 +116,10 @@ def test_a_projector_batch_is_a_fixed_handful_of_statements(server, game) -> Non
     batch_apply()
     # the locks, the fold (one statement: claim the oldest pending rows, read their results,
     # expand into windows, cutoffs, aggregate, upsert, names), the outbox: however many
-    # matches, boards, windows or display names the batch holds
+    # matches, boards, windows or display names the batch holds; the events feed's drafts
+    # (scores/events.py, published at COMMIT by their trigger)
     plain = statements_of_a_batch(lambda i: {"player": f"p{i}", "board": "rating", "score": 5})
-    assert plain == ["BEGIN", "SELECT", "WITH", "INSERT", "COMMIT"], plain
+    assert plain == ["BEGIN", "SELECT", "WITH", "INSERT", "INSERT", "COMMIT"], plain
     named = statements_of_a_batch(
         lambda i: {"player": f"q{i}", "board": ("rating", "points")[i % 2], "score": 5, "display_name": "Q"}
     )

@@ -41,6 +41,7 @@ export class MethodNotAllowed extends ApiError { static override status = 405; s
 export class NotAcceptable extends ApiError { static override status = 406; static override code = "not_acceptable"; }
 export class UnsupportedMediaType extends ApiError { static override status = 415; static override code = "unsupported_media_type"; }
 export class Conflict extends ApiError { static override status = 409; static override code = "conflict"; }
+export class Gone extends ApiError { static override status = 410; static override code = "gone"; }
 export class PayloadTooLarge extends ApiError { static override status = 413; static override code = "payload_too_large"; }
 export class RateLimited extends ApiError { static override status = 429; static override code = "rate_limited"; }
 export class ServerError extends ApiError { static override status = 500; static override code = "internal_error"; }
@@ -74,6 +75,8 @@ export class UnknownMatch extends NotFound { static override code = "unknown_mat
 export class UnknownGroup extends NotFound { static override code = "unknown_group"; }
 export class MatchConflict extends Conflict { static override code = "match_conflict"; }
 export class MatchVoided extends Conflict { static override code = "match_voided"; }
+/** docs/api.md §13.1: the events feed dropped the events after this cursor. */
+export class CursorExpired extends Gone { static override code = "cursor_expired"; }
 export class TournamentFull extends Conflict { static override code = "tournament_full"; }
 export class TournamentEnded extends Conflict { static override code = "tournament_ended"; }
 /** docs/api.md §4.5: nothing was stored; the same body with the same match_id is safe to retry. */
@@ -83,14 +86,14 @@ export class DatabaseUnavailable extends ServiceUnavailable { static override co
 export class RedisUnavailable extends ServiceUnavailable { static override code = "redis_unavailable"; }
 
 const STATUS_CLASSES: (typeof ApiError)[] = [
-  BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, NotAcceptable, Conflict, PayloadTooLarge,
+  BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, NotAcceptable, Conflict, Gone, PayloadTooLarge,
   UnsupportedMediaType, RateLimited, ServerError, ServiceUnavailable,
 ];
 const CODE_CLASSES: (typeof ApiError)[] = [
   InvalidJson, InvalidBody, InvalidMatch, InvalidMatchId, InvalidPlayer, EndedAtInFuture, ScoreOutOfBounds,
   InvalidCursor, RuleRejected, RegionChanged, NotInTournament, TournamentClosed, NoAttemptsLeft, InvalidQuery,
   NotAuthenticated, AuthenticationFailed, UnknownGame, UnknownBoard, UnknownRegion, UnknownPlayer, UnknownWindow,
-  NotFrozen, UnknownVersion, UnknownMatch, UnknownGroup, MatchConflict, MatchVoided, TournamentFull, TournamentEnded, Overloaded,
+  NotFrozen, UnknownVersion, UnknownMatch, UnknownGroup, MatchConflict, MatchVoided, CursorExpired, TournamentFull, TournamentEnded, Overloaded,
   DatabaseUnavailable, RedisUnavailable,
 ];
 

@@ -86,6 +86,9 @@ export interface FrozenEntry extends Entry { position: number }
 export interface Standings { game: string; board: string; window: string; version: number; frozen_at: string; total: number; entries: FrozenEntry[]; group?: string }
 export interface Histogram { window: string; total: number; refreshed_at: string | null; buckets: { min: number; max: number; count: number }[] }
 export interface PlayerToken { player: string; token: string; expires_at: string }
+/** One event of the game's feed (docs/api.md §13.1); `id` is its cursor. */
+export interface Event { id: string; type: string; at: string; data: Record<string, unknown> }
+export interface EventsPage { events: Event[]; next: string }
 
 // --- retries -------------------------------------------------------------------------------
 
@@ -240,6 +243,26 @@ export class Client {
   // docs/competitions.md "Leagues"); UnknownGroup if none is frozen there
   async standings(board: string, window: string, q: { limit?: number; offset?: number; region?: string; version?: number; group?: string } = {}): Promise<Standings> {
     return this.call<Standings>("GET", this.path(["boards", board, "standings", window], { limit: q.limit ?? 100, offset: q.offset ?? 0, region: q.region, version: q.version, group: q.group }));
+  }
+
+  /** One page of the game's events after the cursor `after` (none: the oldest kept); a key of scope events. */
+  async eventsPage(q: { after?: string; limit?: number } = {}): Promise<EventsPage> {
+    return this.call<EventsPage>("GET", this.path(["events"], { after: q.after, limit: q.limit ?? 100 }));
+  }
+
+  /** Every event after `after`, each once, in order; the caller keeps the last `id` it handled
+   * to resume. Stops when caught up; with `follow`, asks again every `pollMs` instead. */
+  async *events(q: { after?: string; limit?: number; follow?: boolean; pollMs?: number } = {}): AsyncGenerator<Event> {
+    let after = q.after;
+    for (;;) {
+      const page = await this.eventsPage({ after, limit: q.limit ?? 1000 });
+      yield* page.events;
+      after = page.next;
+      if (page.events.length === 0) {
+        if (!q.follow) return;
+        await new Promise((resolve) => setTimeout(resolve, q.pollMs ?? 1000));
+      }
+    }
   }
 
   async histogram(board: string, q: { window?: string; region?: string } = {}): Promise<Histogram> {

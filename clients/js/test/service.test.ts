@@ -103,3 +103,21 @@ test("the signature is docs/api.md §3.1's", async () => {
   const expected = createHmac("sha256", "s").update("1.GET./p.").digest("hex");
   assert.equal(await lb.sign("s", "get", "/p", "", 1), `t=1,v1=${expected}`);
 });
+
+test("the events feed tells a match and its value once, and resumes from a kept cursor (docs/api.md §13.1)", { skip }, async () => {
+  const c = client();
+  let start: string | undefined;
+  for await (const e of c.events()) start = e.id;
+  const id = uid();
+  const match = lb.newMatch([{ player: `${id}-a`, board: "rating", score: 321 }], { endedAt: past() });
+  await c.submit(match);
+  await settled();
+  const heard: lb.Event[] = [];
+  for await (const e of c.events({ after: start, limit: 1 })) heard.push(e);
+  assert.ok(heard.some((e) => e.type === "match.accepted" && e.data.match_id === match.match_id));
+  assert.ok(heard.some((e) => e.type === "value.changed" && e.data.player === `${id}-a` && e.data.after === 321));
+  const rest: lb.Event[] = [];
+  for await (const e of c.events({ after: heard[0].id })) rest.push(e);
+  assert.deepEqual(rest, heard.slice(1));
+  await assert.rejects(c.eventsPage({ after: "nope" }), lb.InvalidCursor);
+});

@@ -2,7 +2,7 @@
 
     LEADERBOARD_URL      the service (http://127.0.0.1:8000)
     LEADERBOARD_GAME     a game configured as game.toml beside this file
-    LEADERBOARD_KEY_ID   a server key of that game with the scopes submit and moderate
+    LEADERBOARD_KEY_ID   a server key of that game with the scopes submit, moderate and events
     LEADERBOARD_SECRET   its secret
 
 The project's `make test` starts the whole web tier (nginx in front, real Postgres and Redis),

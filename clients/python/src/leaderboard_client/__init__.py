@@ -18,6 +18,8 @@ from leaderboard_client.signing import sign, signed_headers
 from leaderboard_client.types import (
     Bucket,
     Entry,
+    Event,
+    EventsPage,
     FriendEntry,
     Friends,
     FrozenEntry,
@@ -39,7 +41,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     *_errors.__all__,
-    "NO_RETRIES", "AsyncClient", "Batcher", "BatcherClosed", "Bucket", "Client", "Entry", "FriendEntry", "Friends",
+    "NO_RETRIES", "AsyncClient", "Batcher", "BatcherClosed", "Bucket", "Client", "Entry", "Event", "EventsPage",
+    "FriendEntry", "Friends",
     "FrozenEntry", "Histogram", "LiveMessage", "Match", "PassedMessage", "PlayerToken", "PlayerTokens",
     "RankMessage", "Result", "RetryPolicy", "Standing", "Standings", "Submitted", "Top", "TopMessage", "live_url",
     "sign", "signed_headers", "subscribe",

@@ -20,6 +20,7 @@ from leaderboard_client.errors import ApiError, ServiceUnavailable, error_for
 from leaderboard_client.signing import signed_headers
 from leaderboard_client.types import (
     JSON,
+    EventsPage,
     Friends,
     Histogram,
     Match,
@@ -160,6 +161,10 @@ class Api:
         path = self._path("boards", board, "standings", window, limit=limit, offset=offset, region=region,
                           version=version, group=group)  # fmt: skip
         return Call("GET", path, b"", lambda _s, d: Standings.from_json(d))
+
+    def events(self, *, after: str | None, limit: int) -> Call:
+        path = self._path("events", after=after, limit=limit)
+        return Call("GET", path, b"", lambda _s, d: EventsPage.from_json(d))
 
     def histogram(self, board: str, *, window: str, region: str | None) -> Call:
         path = self._path("boards", board, "histogram", window=window, region=region)

@@ -12,6 +12,8 @@ from leaderboard_client._core import Api, Call, RetryPolicy, answer, chunks, ret
 from leaderboard_client.errors import LeaderboardError, TransportError
 from leaderboard_client.live import subscribe
 from leaderboard_client.types import (
+    Event,
+    EventsPage,
     Friends,
     Histogram,
     LiveMessage,
@@ -107,6 +109,22 @@ class AsyncClient:
 
     async def histogram(self, board: str, *, window: str = "all", region: str | None = None) -> Histogram:
         return await self.call(self._api.histogram(board, window=window, region=region))
+
+    async def events_page(self, *, after: str | None = None, limit: int = 100) -> EventsPage:
+        return await self.call(self._api.events(after=after, limit=limit))
+
+    async def events(self, *, after: str | None = None, limit: int = 1000, follow: bool = False,
+                     poll: float = 1.0) -> AsyncIterator[Event]:  # fmt: skip
+        """As Client.events: every event after `after`, each once; the caller keeps the cursor."""
+        while True:
+            page = await self.events_page(after=after, limit=limit)
+            for event in page.events:
+                yield event
+            after = page.next
+            if not page.events:
+                if not follow:
+                    return
+                await asyncio.sleep(poll)
 
     def live(self, board: str, *, window: str = "all", token: str | None = None, region: str | None = None,
              reconnect: bool = True) -> AsyncIterator[LiveMessage]:  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -12,7 +12,18 @@ import httpx
 from leaderboard_client._core import Api, Call, RetryPolicy, answer, chunks, retryable
 from leaderboard_client.batcher import Batcher
 from leaderboard_client.errors import LeaderboardError, TransportError
-from leaderboard_client.types import Friends, Histogram, Match, PlayerToken, Standing, Standings, Submitted, Top
+from leaderboard_client.types import (
+    Event,
+    EventsPage,
+    Friends,
+    Histogram,
+    Match,
+    PlayerToken,
+    Standing,
+    Standings,
+    Submitted,
+    Top,
+)
 
 
 class Client:
@@ -119,6 +130,27 @@ class Client:
 
     def histogram(self, board: str, *, window: str = "all", region: str | None = None) -> Histogram:
         return self.call(self._api.histogram(board, window=window, region=region))
+
+    # --- the events feed (server key, scope events: docs/api.md §13.1) -----------------------
+
+    def events_page(self, *, after: str | None = None, limit: int = 100) -> EventsPage:
+        """One page of the game's events after the cursor `after` (None: the oldest kept).
+        Raises CursorExpired when the feed has dropped the events after it."""
+        return self.call(self._api.events(after=after, limit=limit))
+
+    def events(self, *, after: str | None = None, limit: int = 1000, follow: bool = False,
+               poll: float = 1.0) -> Iterator[Event]:  # fmt: skip
+        """Every event after `after`, in order, each once. The caller keeps the cursor: store
+        the `id` of the last event it has handled and pass it back to resume, after a restart
+        too. Stops when caught up; with `follow`, asks again every `poll` seconds instead."""
+        while True:
+            page = self.events_page(after=after, limit=limit)
+            yield from page.events
+            after = page.next
+            if not page.events:
+                if not follow:
+                    return
+                time.sleep(poll)
 
 
 class PlayerTokens:

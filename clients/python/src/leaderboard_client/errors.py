@@ -83,6 +83,11 @@ class Conflict(ApiError):
     code = "conflict"
 
 
+class Gone(ApiError):
+    status = 410
+    code = "gone"
+
+
 class PayloadTooLarge(ApiError):
     status = 413
     code = "payload_too_large"
@@ -229,6 +234,13 @@ class UnknownGroup(NotFound):
     code = "unknown_group"
 
 
+class CursorExpired(Gone):
+    """The events feed dropped the events after this cursor (docs/api.md §13.1): start again
+    without one, and reconcile from the boards."""
+
+    code = "cursor_expired"
+
+
 class MatchConflict(Conflict):
     """The match_id was stored with another body (docs/api.md §4)."""
 
@@ -272,7 +284,7 @@ def _subclasses(cls: type[ApiError]) -> list[type[ApiError]]:
 
 _STATUS_CLASSES: dict[int, type[ApiError]] = {
     c.status: c
-    for c in (BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, NotAcceptable, Conflict,
+    for c in (BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, NotAcceptable, Conflict, Gone,
               PayloadTooLarge, UnsupportedMediaType, RateLimited, ServerError, ServiceUnavailable)
 }  # fmt: skip
 # every code's class; a status class's own code names it too (a 409 "conflict" is Conflict)

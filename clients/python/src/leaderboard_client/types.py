@@ -290,3 +290,32 @@ def live_message(d: JSON) -> LiveMessage | None:
         by = d.get("by") or {}
         return PassedMessage(by.get("player", ""), by.get("display_name"), d.get("rank"))
     return None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of the game's feed (docs/api.md §13.1). `id` is its cursor: keep the last one
+    handled, and resume with `events(after=id)`."""
+
+    id: str
+    type: str  # "match.accepted", "value.changed", ...
+    at: datetime
+    data: JSON
+    raw: JSON = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Event:
+        at = _parse_instant(d["at"])
+        assert at is not None
+        return cls(d["id"], d["type"], at, d["data"], d)
+
+
+@dataclass(frozen=True)
+class EventsPage:
+    events: tuple[Event, ...]
+    next: str  # ask again with after= this, also when no events came
+    raw: JSON = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, d: JSON) -> EventsPage:
+        return cls(tuple(Event.from_json(e) for e in d["events"]), d["next"], d)
