@@ -680,6 +680,7 @@ def scenario_events(run: Run, name: str) -> None:
     the oldest event, each page asked with the last `next`, pages of 1,000, one connection, for
     --seconds (or until caught up). Events per second, and the cores each part used meanwhile."""
     path = f"/api/v1/games/{environment.GAME_SLUG}/events?limit={EVENTS_PAGE}"
+    ingest.wait_applied(run.pg)  # the writes before have all reached the feed: a reader's figure alone
     with serving(run) as srv:
         conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=REQUEST_TIMEOUT)
         after, events, latencies = None, 0, []

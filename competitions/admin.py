@@ -31,7 +31,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdminMixin, GameScopedAdmin):
     )
     list_filter = ("state", "event__type")
     search_fields = ("url", "window", "event__id")
-    list_select_related = ("event", "board", "board__game")
+    list_select_related = ("event", "event__game", "board")
     readonly_fields = (
         "event",
         "url",

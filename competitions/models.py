@@ -79,7 +79,8 @@ class WebhookEvent(models.Model):
 
     id = models.UUIDField(primary_key=True)  # X-Event-Id
     game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="+")
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
+    # none for a match decision pulled from the events feed (webhooks_feed_pull): about no board
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
     window = models.CharField(max_length=80)
     version = models.PositiveIntegerField()
     type = models.CharField(max_length=32)
@@ -92,18 +93,20 @@ class WebhookEvent(models.Model):
 
 class WebhookDelivery(models.Model):
     """One event to one URL. Delivered in id order per (url, board, window): a later delivery
-    waits while an earlier one of its board window is still pending."""
+    waits while an earlier one of its board window is still pending (the events pulled from the
+    feed about no board: in id order per url and game)."""
 
     class State(models.TextChoices):
         PENDING = "pending"
         DELIVERED = "delivered"
         FAILED = "failed"  # gave up (24 h of retries); the admin can redeliver
 
-    game_path = "board__game"
+    game_path = "event__game"
 
     event = models.ForeignKey(WebhookEvent, on_delete=models.CASCADE, related_name="deliveries")
     url = models.CharField(max_length=2000)
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")  # the event's: the order's key
+    # the event's: the order's key (none: a match decision, ordered per url within its game)
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
     window = models.CharField(max_length=80)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveIntegerField(default=0)
@@ -219,3 +222,15 @@ class LeagueGroupStanding(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.rank} {self.player_id}"
+
+
+class FeedCursor(models.Model):
+    """How far competitions/' webhook pull has read a game's events feed (webhooks_feed_pull):
+    the events after it have no deliveries yet. Moved in the transaction that writes them."""
+
+    game = models.OneToOneField(Game, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    pos = models.BigIntegerField()
+    idx = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"feed of {self.game_id} read to {self.pos}-{self.idx}"

@@ -9,9 +9,12 @@ import re
 from typing import Any
 
 from competitions.receivers import url_refusal
+from scores import events
 from scores.config import origin_normalise
 
-EVENTS = ("window.frozen", "window.refrozen", "tournament.ended")
+EVENTS = ("window.frozen", "window.refrozen", "tournament.ended")  # settlement: a hook without `events` gets these
+# what a hook may also subscribe to: the events feed's low-volume types (docs/api.md §13.1)
+SUBSCRIBABLE = (*EVENTS, *events.PUSHED)
 MAX_WEBHOOKS = 10
 MAX_TIERS = 50
 _RANKS = re.compile(r"^([1-9][0-9]{0,8})(?:-([1-9][0-9]{0,8}))?$")
@@ -90,12 +93,17 @@ def webhooks_parse(value: Any) -> dict[str, Any]:
         refusal = url_refusal(url)  # docs/competitions.md, "Receivers"
         if refusal:
             raise ValueError(f"[{i}].url", f"a receiver on a public address is required: {refusal}")
-        events = hook.get("events", list(EVENTS))
-        if not isinstance(events, list) or not events or any(e not in EVENTS for e in events):
-            raise ValueError(f"[{i}].events", f"a non-empty list drawn from {', '.join(EVENTS)}")
-        if len(set(events)) != len(events):
+        kinds = hook.get("events", list(EVENTS))
+        if not isinstance(kinds, list) or not kinds:
+            raise ValueError(f"[{i}].events", f"a non-empty list drawn from {', '.join(SUBSCRIBABLE)}")
+        for kind in kinds:
+            if kind in events.FEED_ONLY:
+                raise ValueError(f"[{i}].events", f"{kind} is in the events feed only (GET .../events, scope events)")
+            if kind not in SUBSCRIBABLE:
+                raise ValueError(f"[{i}].events", f"a non-empty list drawn from {', '.join(SUBSCRIBABLE)}")
+        if len(set(kinds)) != len(kinds):
             raise ValueError(f"[{i}].events", "lists an event twice")
-        hooks.append({"url": url, "events": events})
+        hooks.append({"url": url, "events": kinds})
     return {"hooks": hooks}
 
 

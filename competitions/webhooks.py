@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from competitions.models import WebhookDelivery, WebhookEvent, WebhookSecret
+from competitions.models import FeedCursor, WebhookDelivery, WebhookEvent, WebhookSecret
 from competitions.receivers import Refused, vetted_addresses
 from competitions.settlement import deepest_rewarded, reward_for
 from competitions.tournaments import tournament_of
@@ -121,6 +121,67 @@ def webhook_events_write(board: BoardConfig, *, freeze: WindowFreeze, previous: 
         for url in urls
     )
     transaction.on_commit(_kick, robust=True)
+
+
+# --- the events feed's low-volume types (docs/api.md §13.1), pulled from the feed -------------
+
+FEED_PULL_CHUNKS = 100  # chunks holding such events read per game and run
+
+
+def webhooks_feed_pull() -> int:
+    """Deliveries for the events of the feed a game's [[webhooks]] subscribe to (match
+    decisions, league moves: scores.events.PUSHED), read after the game's FeedCursor and
+    written with the cursor's move in one transaction: each event gets its deliveries once. A
+    game's cursor starts where its feed ends when it is first seen subscribing (a new
+    subscription is not sent the past). Returns how many events were written. Run by the
+    delivery task before it delivers (every 5 s)."""
+    written = 0
+    for game in Game.objects.exclude(webhooks=[]):
+        hooks = [h for h in game.webhooks or [] if set(h["events"]) & set(events.PUSHED)]
+        if hooks:
+            written += _feed_pull_game(game, hooks)
+    return written
+
+
+def _feed_pull_game(game: Game, hooks: list[dict[str, Any]]) -> int:
+    with transaction.atomic():
+        cursor = FeedCursor.objects.select_for_update().filter(game=game).first()
+        if cursor is None:
+            end = events.events_end(game_id=game.id)
+            FeedCursor.objects.get_or_create(game=game, defaults={"pos": end.pos, "idx": end.idx})
+            return 0
+        found, last = events.events_pushed(
+            game_id=game.id, after=events.Cursor(cursor.pos, cursor.idx), chunks=FEED_PULL_CHUNKS
+        )
+        config = cached_game_config(game.slug, stale_ok=False)
+        boards = config.boards if config else {}
+        now = timezone.now()
+        for position, event in found:
+            urls = [h["url"] for h in hooks if event["type"] in h["events"]]
+            if not urls:
+                continue
+            board = boards.get(event["data"].get("board", ""))
+            event_id = uuid.uuid4()
+            body = {"id": str(event_id), "type": event["type"], "game": game.slug, "at": event["at"],
+                    "data": event["data"], "feed_id": str(position)}  # fmt: skip
+            row = WebhookEvent.objects.create(
+                id=event_id, game=game, board_id=board.id if board else None, window="", version=0,
+                type=event["type"], body=json.dumps(body, separators=(",", ":"), sort_keys=True),
+            )  # fmt: skip
+            WebhookDelivery.objects.bulk_create(
+                WebhookDelivery(
+                    event=row,
+                    url=url,
+                    board_id=row.board_id,
+                    window="",
+                    next_attempt_at=now,
+                    give_up_at=now + RETRY_FOR,
+                )  # fmt: skip
+                for url in urls
+            )
+        if last != events.Cursor(cursor.pos, cursor.idx):
+            FeedCursor.objects.filter(game=game).update(pos=last.pos, idx=last.idx)
+    return len(found)
 
 
 def _event_type(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowFreeze | None) -> str:
@@ -339,7 +400,7 @@ async def _exchange(
 _ORDER = """
     NOT EXISTS (
         SELECT 1 FROM competitions_webhookdelivery e
-        WHERE e.url = d.url AND e.board_id = d.board_id AND e."window" = d."window"
+        WHERE e.url = d.url AND e.board_id IS NOT DISTINCT FROM d.board_id AND e."window" = d."window"
           AND e.state = 'pending' AND e.id < d.id
     )"""
 

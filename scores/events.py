@@ -60,6 +60,9 @@ TYPES = (
     LEAGUE_MOVED,
 )
 FEED_ONLY = (MATCH_ACCEPTED, VALUE_CHANGED)
+# What [[webhooks]] receive from the feed (competitions/webhooks.py webhooks_feed_pull); the
+# freezes' types reach them with the settlement body, written by the freeze itself.
+PUSHED = (MATCH_HELD, MATCH_APPROVED, MATCH_VOIDED, LEAGUE_MOVED)
 
 # Events per stored chunk: a page (at most 1000 events) reads at most two chunks' JSON.
 CHUNK = 1000
@@ -101,10 +104,11 @@ def events_draft_grouped(by_game: dict[int, list[Event]]) -> None:
         return
     params: list[Any] = []
     for game_id, chunk in rows:
-        params += [game_id, b"\n".join(map(orjson.dumps, chunk)).decode(), len(chunk)]
-    values = ", ".join(["(%s, %s, %s)"] * len(rows))
+        pushed = any(e["type"] in PUSHED for e in chunk)
+        params += [game_id, b"\n".join(map(orjson.dumps, chunk)).decode(), len(chunk), pushed]
+    values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
     with connection.cursor() as cur:
-        cur.execute(f"INSERT INTO scores_eventdraft (game_id, events, count) VALUES {values}", params)
+        cur.execute(f"INSERT INTO scores_eventdraft (game_id, events, count, pushed) VALUES {values}", params)
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -208,6 +212,35 @@ def events_page(*, game_id: int, after: Cursor | None, limit: int = LIMIT_DEFAUL
             last = Cursor(pos, i)
             lines.append(b'{"id":"%d-%d",' % (pos, i) + chunk[i][1:])
     return EventsPage(lines, last)
+
+
+def events_end(*, game_id: int) -> Cursor:
+    """The cursor of the game's last event now (START if it has none)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pos, count FROM scores_event WHERE game_id = %s ORDER BY pos DESC LIMIT 1", [game_id])
+        row = cur.fetchone()
+    return max(Cursor(row[0], row[1] - 1), events_floor()) if row else events_floor()
+
+
+def events_pushed(*, game_id: int, after: Cursor, chunks: int = 100) -> tuple[list[tuple[Cursor, Event]], Cursor]:
+    """The game's events of a PUSHED type after `after`, from at most `chunks` chunks that hold
+    one, each with its cursor; and the cursor to continue from (the last chunk read)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pos, events FROM scores_event WHERE game_id = %s AND pushed AND pos >= %s ORDER BY pos LIMIT %s",
+            [game_id, after.pos, chunks],
+        )
+        rows = cur.fetchall()
+    found: list[tuple[Cursor, Event]] = []
+    last = after
+    for pos, text in rows:
+        lines = text.split("\n")
+        for i in range(after.idx + 1 if pos == after.pos else 0, len(lines)):
+            last = Cursor(pos, i)
+            event = orjson.loads(lines[i])
+            if event["type"] in PUSHED:
+                found.append((last, event))
+    return found, last
 
 
 def events_iter(*, game_id: int, after: Cursor | None = None, page: int = LIMIT_MAX) -> Iterable[Event]:

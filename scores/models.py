@@ -464,6 +464,7 @@ class EventDraft(models.Model):
     game_id = models.BigIntegerField()
     events = models.TextField()  # one JSON object a line
     count = models.IntegerField()
+    pushed = models.BooleanField(default=False)  # holds a type of scores.events.PUSHED
 
     def __str__(self) -> str:
         return f"draft {self.pk} ({self.count} events)"
@@ -479,6 +480,8 @@ class Event(models.Model):
     at = models.DateTimeField()
     count = models.IntegerField()
     events = models.TextField()  # one JSON object a line, {"type", "at", "data"}
+    # holds a type of scores.events.PUSHED: read by competitions/' webhook pull (migration 0027)
+    pushed = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"events {self.pos}-0..{self.count - 1}"

@@ -310,20 +310,27 @@ WITH picked AS (
 ), changed AS MATERIALIZED (
     -- with what the events feed says of each change (scores/events.py): the value before, read
     -- from the statement's snapshot, which none of the upserts above has touched yet
+    -- (LATERAL with a fence, as in `res`: index lookups per row, never a scan of the players or
+    -- the values on a planner's stale belief that they are few)
     SELECT c.board_id, c."window", c.player_id, c.encoded, c.value, o.value AS before, b.game_id, b.slug,
         p.external_id
     FROM (SELECT * FROM best UNION ALL SELECT * FROM total UNION ALL SELECT * FROM latest
           UNION ALL SELECT * FROM signed) c
     JOIN scores_board b ON b.id = c.board_id
-    JOIN scores_player p ON p.id = c.player_id
-    LEFT JOIN scores_playervalue o ON o.board_id = c.board_id AND o."window" = c."window" AND o.player_id = c.player_id
+    CROSS JOIN LATERAL (SELECT p.external_id FROM scores_player p WHERE p.id = c.player_id OFFSET 0) p
+    LEFT JOIN LATERAL (
+        SELECT o.value FROM scores_playervalue o
+        WHERE o.player_id = c.player_id AND o.board_id = c.board_id AND o."window" = c."window" OFFSET 0
+    ) o ON true
 ), decided AS MATERIALIZED (
     -- the matches the feed hears of here: accepted or held on arrival, each once, from the
     -- lowest lane its results' players fall in (a match may be pending in several lanes). A
     -- match a person decided (an approval counted through here) is told of by that decision.
     -- (No ORDER BY in the lookup: it made the planner walk a partition's primary key.)
     SELECT m.game_id, m.match_id, m.status FROM (SELECT DISTINCT lane, pk FROM wanted) w
-    JOIN scores_match m ON m.id = w.pk
+    CROSS JOIN LATERAL (
+        SELECT m.game_id, m.match_id, m.status, m.decided_at, m.ended_at FROM scores_match m WHERE m.id = w.pk OFFSET 0
+    ) m
     WHERE m.status IN ('accepted', 'held') AND m.decided_at IS NULL
       AND w.lane = (SELECT min(mod(r.player_id, {LANES})) FROM scores_result r
                     WHERE r.match_id = w.pk AND r.ended_at = m.ended_at)

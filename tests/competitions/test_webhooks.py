@@ -21,7 +21,7 @@ from django.test import Client
 from django.utils import timezone
 
 from competitions.models import WebhookDelivery, WebhookEvent
-from competitions.webhooks import webhooks_deliver
+from competitions.webhooks import webhooks_deliver, webhooks_feed_pull
 from scores.models import Board, Game, Match
 from scores.selectors import cached_board, config_cache_clear
 from seasons.services import window_freeze
@@ -285,3 +285,49 @@ def test_a_receiver_that_never_accepts_gets_24_hours_of_retries_then_the_deliver
     webhooks_deliver(now=gave_up + timedelta(hours=1))
     d.refresh_from_db()
     assert d.state == "failed" and len(receiver.received) == d.attempts
+
+
+def test_a_hook_subscribed_to_match_decisions_gets_each_from_the_events_feed_once(
+    settled: str, receiver: Receiver, server: SignedClient, game
+) -> None:
+    """docs/api.md §13.1: [[webhooks]] may subscribe to the feed's low-volume types; those
+    arrive as the settlement events do (signed, retried, de-duplicable), each once, in order.
+    A new subscription starts where the feed stands: the decisions made before are not sent."""
+    assert server.post("/api/v1/games/chess/matches/d1/void", {"reason": "before the subscription"}).status_code == 200
+    Game.objects.filter(pk=game.pk).update(webhooks=[{"url": receiver.url, "events": ["match.voided", "match.held"]}])
+    config_cache_clear()
+    assert webhooks_feed_pull() == 0  # first seen: the cursor starts at the feed's end
+    late = {
+        "match_id": "d3",
+        "ended_at": f"{DAY}T11:00:00Z",
+        "results": [{"player": "p9", "board": "rating", "score": 5}],
+    }
+    assert server.post("/api/v1/games/chess/matches", late).status_code == 201
+    assert server.post("/api/v1/games/chess/matches/d2/void", {"reason": "aimbot"}).status_code == 200
+    assert server.post("/api/v1/games/chess/matches/d3/void", {"reason": "wallhack"}).status_code == 200
+    assert webhooks_feed_pull() == 2
+    assert webhooks_feed_pull() == 0  # each event once, however often the pull runs
+    _deliver_until(
+        lambda: WebhookDelivery.objects.filter(state="delivered").count() == 2,
+        start=timezone.now(),
+        step=timedelta(seconds=120),
+    )
+    delivered = [json.loads(body) for _, body, answer in receiver.received if answer == "200"]
+    assert [(b["type"], b["data"]) for b in delivered] == [
+        ("match.voided", {"match_id": "d2", "reason": "aimbot"}),
+        ("match.voided", {"match_id": "d3", "reason": "wallhack"}),
+    ]
+    assert all(_verify(settled, h, body) for h, body, _ in receiver.received)
+    assert all(b["game"] == "chess" and b["feed_id"] and b["at"].endswith("Z") for b in delivered)
+    assert {h["X-Event-Id"] for h, _, _ in receiver.received} == {b["id"] for b in delivered}
+
+
+def test_the_feed_only_types_cannot_be_subscribed_to(transactional_db) -> None:
+    from scores.config import ConfigError, parse_game_config
+
+    toml = _TOML.replace("URL", '"https://backend.example.com/hooks"').replace("REWARDS", "[]")
+    for kind in ("match.accepted", "value.changed"):
+        with pytest.raises(ConfigError) as exc:
+            parse_game_config(toml.replace('["window.frozen"]', f'["{kind}"]'))
+        assert exc.value.key == "webhooks[0].events" and "events feed only" in str(exc.value)
+    assert parse_game_config(toml.replace('["window.frozen"]', '["league.moved", "match.approved"]'))
