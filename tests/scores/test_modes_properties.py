@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scores.models import PlayerValue
+from tests.feed import feed_read, feed_replay
 from tests.interleavings import Interleaving, assert_boards_match, matches, operations
 from tests.properties import examples
 from tests.reference import RefBoard
@@ -96,3 +97,5 @@ def test_boards_that_fall_under_any_interleaving_match_the_reference(world: Inte
     }
     assert values == {k: (v.value, v.reached_at) for k, v in ref.values.items()}
     assert_boards_match(world.game, ref)
+    # the events feed replays to the same values, each change from the one before (tests/feed.py)
+    assert feed_replay(feed_read(world.game.id, page=3)) == {k: v for k, (v, _) in values.items()}
