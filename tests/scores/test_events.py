@@ -53,6 +53,14 @@ def read_all(reader: SignedClient, *, limit: int, after: str | None = None) -> t
         after = body["next"]
 
 
+def _connect() -> psycopg.Connection:
+    """A connection of its own to the test database, outside Django: a second writer or reader."""
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("prepare_threshold", None)
+    return psycopg.connect(**params)
+
+
 def values_now(game) -> dict[tuple[str, str, str], int]:
     return {
         (v.board.slug, v.window, v.player.external_id): v.value
@@ -98,13 +106,10 @@ def test_a_transaction_that_commits_after_a_later_one_is_not_skipped(game, reade
     """Two writers, the first to begin committing last, and a consumer polling all along: the
     late one's events come after the cursor the consumer already holds (they take their
     position at commit)."""
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("prepare_threshold", None)
     # a chunk as scores.events.events_draft writes one: one event, one line of JSON
     chunk = '{"type": "match.accepted", "at": "2026-11-29T19:00:00Z", "data": {"match_id": "%s"}}'
     draft = "INSERT INTO scores_eventdraft (game_id, events, count) VALUES (%s, %s, 1)"
-    with psycopg.connect(**params) as first, psycopg.connect(**params) as second:
+    with _connect() as first, _connect() as second:
         first.execute(draft, [game.id, chunk % "first"])  # begins, and holds its transaction open
         second.execute(draft, [game.id, chunk % "second"])
         second.commit()
@@ -116,10 +121,7 @@ def test_a_transaction_that_commits_after_a_later_one_is_not_skipped(game, reade
 
 
 def test_a_rolled_back_transaction_leaves_no_event(game, reader) -> None:
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("prepare_threshold", None)
-    with psycopg.connect(**params) as conn:
+    with _connect() as conn:
         conn.execute(
             'INSERT INTO scores_eventdraft (game_id, events, count) VALUES (%s, \'{"type": "x"}\', 1)',
             [game.id],
@@ -190,11 +192,8 @@ def test_retention_drops_whole_days_and_expires_their_cursors(server, reader, ga
 
 def test_a_reader_holding_the_feed_delays_a_drop_to_the_next_run(server, reader, game, partitions_restored) -> None:
     submit(server, "m1", "ann", 50)
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("prepare_threshold", None)
     later = timezone.now() + timedelta(days=events.settings.EVENTS_RETENTION_DAYS + 2)
-    with psycopg.connect(**params) as long_reader:
+    with _connect() as long_reader:
         long_reader.execute("SELECT count(*) FROM scores_event").fetchone()  # its transaction stays open
         assert events.events_prune(now=later) == 0  # waited its second, dropped nothing
         assert read_all(reader, limit=10)[0]  # and the feed answered meanwhile
