@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -203,15 +203,20 @@ def events_page(*, game_id: int, after: Cursor | None, limit: int = LIMIT_DEFAUL
         rows = cur.fetchall()
     lines: list[bytes] = []
     last = start
-    for pos, text in rows:
-        chunk = text.encode().split(b"\n")
-        first = start.idx + 1 if pos == start.pos else 0
-        for i in range(first, len(chunk)):
-            if len(lines) == limit:
-                return EventsPage(lines, last)
-            last = Cursor(pos, i)
-            lines.append(b'{"id":"%d-%d",' % (pos, i) + chunk[i][1:])
+    for cursor, line in _lines_after(rows, start):
+        if len(lines) == limit:
+            break
+        last = cursor
+        lines.append(b'{"id":"%d-%d",' % (cursor.pos, cursor.idx) + line[1:])
     return EventsPage(lines, last)
+
+
+def _lines_after(rows: Iterable[tuple[int, str]], start: Cursor) -> Iterator[tuple[Cursor, bytes]]:
+    """Each event's stored JSON line in chunks (pos, text) read in order, after `start`."""
+    for pos, text in rows:
+        lines = text.encode().split(b"\n")
+        for i in range(start.idx + 1 if pos == start.pos else 0, len(lines)):
+            yield Cursor(pos, i), lines[i]
 
 
 def events_end(*, game_id: int) -> Cursor:
@@ -233,24 +238,11 @@ def events_pushed(*, game_id: int, after: Cursor, chunks: int = 100) -> tuple[li
         rows = cur.fetchall()
     found: list[tuple[Cursor, Event]] = []
     last = after
-    for pos, text in rows:
-        lines = text.split("\n")
-        for i in range(after.idx + 1 if pos == after.pos else 0, len(lines)):
-            last = Cursor(pos, i)
-            event = orjson.loads(lines[i])
-            if event["type"] in PUSHED:
-                found.append((last, event))
+    for last, line in _lines_after(rows, after):  # the last line read is where the next pull starts
+        event = orjson.loads(line)
+        if event["type"] in PUSHED:
+            found.append((last, event))
     return found, last
-
-
-def events_iter(*, game_id: int, after: Cursor | None = None, page: int = LIMIT_MAX) -> Iterable[Event]:
-    """Every event after `after`, page by page (tests, operators' scripts)."""
-    while True:
-        got = events_page(game_id=game_id, after=after, limit=page)
-        yield from got.events
-        if not got.events:
-            return
-        after = got.next
 
 
 # --- retention ------------------------------------------------------------------------------
