@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import httpx
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
 from competitions.models import FeedCursor, WebhookDelivery, WebhookEvent, WebhookSecret
@@ -138,8 +138,12 @@ def webhooks_feed_pull() -> int:
     written = 0
     for game in Game.objects.exclude(webhooks=[]):
         hooks = [h for h in game.webhooks or [] if set(h["events"]) & set(events.PUSHED)]
-        if hooks:
+        if not hooks:
+            continue
+        try:
             written += _feed_pull_game(game, hooks)
+        except DatabaseError:  # one game's failure is its own: the others' events still go out
+            log.exception("webhook pull of %s's events feed failed; tried again on the next run", game.slug)
     return written
 
 
