@@ -17,7 +17,7 @@ from scores import encoding, events, pgarrays
 from scores.ingest import MatchIn
 from scores.ingest.refusals import Refused
 from scores.models import Season
-from scores.selectors import BoardConfig, GameConfig, cached_game_config
+from scores.selectors import BoardConfig, GameConfig, cached_game_config, player_external_ids
 from scores.windows import seasons_at
 from seasons.models import FrozenStanding, WindowFreeze
 
@@ -272,14 +272,13 @@ def league_settle(board: BoardConfig, *, freeze: WindowFreeze, previous: WindowF
             [board.id, season_id, pgarrays.ints(p for p, _ in outcome), pgarrays.ints(t for _, t in outcome)],
         )
         returned = sorted(cur.fetchall())
-        _moves_draft(cur, board, league, groups, returned)
+        _moves_draft(board, league, groups, returned)
         changed = [(p, t) for p, t, _ in returned]
         if changed:
             _next_season_correct(cur, board, season_id=season_id, changed=changed, cap=league.size)
 
 
 def _moves_draft(
-    cur: CursorWrapper,
     board: BoardConfig,
     league: League,
     groups: dict[int, list[tuple[int, int]]],
@@ -291,11 +290,7 @@ def _moves_draft(
     moves = [(p, season_tier[p], t) for p, t, corrected in returned if corrected or season_tier.get(p, t) != t]
     if not moves:
         return
-    cur.execute(
-        "SELECT id, external_id FROM scores_player WHERE id = ANY(%s::bigint[])",
-        [pgarrays.ints(p for p, _, _ in moves)],
-    )
-    external = dict(cur.fetchall())
+    external = player_external_ids(p for p, _, _ in moves)
     at = events.event_at()
     events.events_draft(
         game_id=board.game_id,

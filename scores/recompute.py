@@ -26,7 +26,7 @@ from scores.locks import LANES, lane_of
 from scores.outbox import outbox_entries, outbox_insert
 from scores.projection import pending_apply
 from scores.projection.values import clamped_totals_sql
-from scores.selectors import GameConfig
+from scores.selectors import GameConfig, player_external_ids
 from scores.send import send_on_commit
 from scores.signals import values_rewritten
 from scores.windows import bounds, claim_seasons, result_windows
@@ -363,12 +363,7 @@ def _events_draft(config: GameConfig, changes: list[tuple[str, str, int, int | N
     """value.changed for each value the recompute moved (scores/events.py)."""
     if not changes:
         return
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT id, external_id FROM scores_player WHERE id = ANY(%s::bigint[])",
-            [pgarrays.ints(sorted({p for _, _, p, _, _ in changes}))],
-        )
-        external = dict(cur.fetchall())
+    external = player_external_ids(p for _, _, p, _, _ in changes)
     at = events.event_at()
     events.events_draft(
         game_id=config.game.id,

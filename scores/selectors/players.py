@@ -4,6 +4,7 @@ what the player pages show (names, search by id or display-name prefix, results 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,12 @@ from scores.models import Friendship, Player, PlayerAccount, PlayerValue, Result
 
 def player_pk(game_id: int, *, external_id: str) -> int | None:
     return Player.objects.filter(game_id=game_id, external_id=external_id).values_list("pk", flat=True).first()
+
+
+def player_external_ids(pks: Iterable[int]) -> dict[int, str]:
+    """pk -> the id games use (docs/api.md §1.1). Read on the primary: the callers (the events
+    feed's writers) may ask for a player their own transaction created."""
+    return dict(Player.objects.using("default").filter(pk__in=set(pks)).values_list("pk", "external_id"))
 
 
 def player_of_user(user_id: int | None, *, game_id: int) -> int | None:
